@@ -1,0 +1,133 @@
+/*
+ * ember.h - the public C API of ember, an on-device inference runtime.
+ *
+ * A model is loaded once from a Hugging Face checkpoint directory (config.json
+ * plus one or sharded safetensors files, mmapped read-only). A loaded model is
+ * immutable and can serve many sessions at once; a session owns its KV caches,
+ * scratch buffers and position. All per-token buffers are sized when the
+ * session is created: nothing is allocated while decoding.
+ *
+ * Every call that can fail returns an ember_status. On failure,
+ * ember_last_error() returns a message naming the file, tensor or key at fault.
+ * The message is kept per thread and stays valid until the next failing call
+ * on that thread. The library never exits or aborts the process.
+ *
+ * Usage:
+ *
+ *     ember_model_params mp = ember_model_default_params();
+ *     ember_model *model;
+ *     if (ember_model_load("Spark-X2.5-1.7B/", &mp, &model) != EMBER_OK) {
+ *         fprintf(stderr, "%s\n", ember_last_error());
+ *         return 1;
+ *     }
+ *     ember_session_params sp = ember_session_default_params();
+ *     sp.max_context = 8192;                 // full-layer caches sized here
+ *     ember_session *s;
+ *     if (ember_session_create(model, &sp, &s) != EMBER_OK) { ... }
+ *     ember_session_prefill(s, ids, n_ids);  // chunked internally
+ *     for (int i = 0; i < 32; i++) {
+ *         const float *logits = ember_session_logits(s);   // vocab floats
+ *         int32_t next = argmax(logits, ember_model_vocab_size(model));
+ *         ember_session_decode(s, next);
+ *     }
+ *     ember_session_free(s);
+ *     ember_model_free(model);
+ *
+ * The header compiles as C99 and as C++.
+ */
+#ifndef EMBER_H
+#define EMBER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ember_status {
+    EMBER_OK = 0,
+    EMBER_ERR_INVALID_ARG,  /* a NULL handle, a bad parameter value */
+    EMBER_ERR_IO,           /* a file could not be opened, read or mapped */
+    EMBER_ERR_FORMAT,       /* malformed checkpoint: bad JSON, wrong shape, ... */
+    EMBER_ERR_UNSUPPORTED,  /* well-formed but not something ember can run */
+    EMBER_ERR_NO_MEMORY,
+    EMBER_ERR_CONTEXT_FULL, /* the session reached max_context */
+    EMBER_ERR_CANCELLED     /* a callback asked to stop */
+} ember_status;
+
+/* A short fixed name for a status ("format error", ...). Never NULL. */
+const char *ember_status_name(ember_status status);
+
+/* The message of the last failure on the calling thread ("" if none). */
+const char *ember_last_error(void);
+
+/* How the MLP's GELU is computed. ERF is exact and the model's own; TANH is the
+ * approximation some other runtimes use (expect ~70 dB logits SNR against ERF). */
+typedef enum ember_gelu {
+    EMBER_GELU_ERF = 0,
+    EMBER_GELU_TANH = 1
+} ember_gelu;
+
+typedef struct ember_model_params {
+    ember_gelu gelu;       /* default EMBER_GELU_ERF */
+} ember_model_params;
+
+typedef struct ember_model ember_model;
+
+ember_model_params ember_model_default_params(void);
+
+/* Loads a checkpoint directory. On success *out owns the model; on failure
+ * *out is NULL and nothing is left allocated or mapped. */
+ember_status ember_model_load(const char *dir, const ember_model_params *params,
+                              ember_model **out);
+void ember_model_free(ember_model *model);
+
+int32_t ember_model_vocab_size(const ember_model *model);
+int32_t ember_model_n_layers(const ember_model *model);
+/* The longest context the checkpoint declares (max_position_embeddings). */
+int32_t ember_model_max_positions(const ember_model *model);
+
+typedef struct ember_session_params {
+    int32_t max_context;   /* tokens the session can hold; sizes the full-layer
+                              caches. default 4096, capped by the model's
+                              max_position_embeddings */
+    int32_t prefill_chunk; /* tokens per prefill step; default 64 */
+} ember_session_params;
+
+typedef struct ember_session ember_session;
+
+ember_session_params ember_session_default_params(void);
+
+ember_status ember_session_create(const ember_model *model,
+                                  const ember_session_params *params,
+                                  ember_session **out);
+void ember_session_free(ember_session *session);
+
+/* Feeds n_ids tokens after what the session already holds, in chunks of
+ * prefill_chunk. Afterwards ember_session_logits() holds the logits that
+ * predict the token after the last one fed. n_ids may be 1. */
+ember_status ember_session_prefill(ember_session *session, const int32_t *ids,
+                                   size_t n_ids);
+
+/* Feeds one token (the single-token decode step). */
+ember_status ember_session_decode(ember_session *session, int32_t id);
+
+/* vocab_size floats predicting the next token, or NULL before any input.
+ * Valid until the next prefill/decode/reset on this session. */
+const float *ember_session_logits(const ember_session *session);
+
+/* Tokens held so far (the position of the next token). */
+int32_t ember_session_position(const ember_session *session);
+
+/* Forgets all tokens; keeps the buffers. */
+void ember_session_reset(ember_session *session);
+
+/* Bytes allocated for the KV caches of this session. */
+size_t ember_session_cache_bytes(const ember_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMBER_H */

@@ -1,0 +1,48 @@
+/* Per-layer-type KV caches.
+ *
+ * A sliding layer's query sees itself and the previous window-1 keys, so its
+ * cache is a ring of exactly window-1 slots: position p lives in slot
+ * p mod (window-1), and the ring is never reordered (every key carries its own
+ * rotary phase, and softmax does not care about order). A full layer's cache
+ * is linear, sized once for the session's max_context. Layout per layer:
+ * [kv_head][slot][head_dim], fp32. */
+#ifndef EMBER_LLM_KV_H
+#define EMBER_LLM_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember.h"
+#include "llm/spark_config.h"
+
+typedef struct kv_layer {
+    int32_t capacity; /* slots per kv head */
+    int32_t window;   /* sliding window (counts the query itself); 0 = full */
+    float *k, *v;     /* [kv_heads][capacity][head_dim] */
+} kv_layer;
+
+typedef struct kv_cache {
+    int32_t n_layers, kv_heads, head_dim;
+    kv_layer layers[SPARK_MAX_LAYERS];
+    float *block; /* one allocation holds every layer's K and V */
+    size_t bytes;
+} kv_cache;
+
+/* Sizes every layer for max_context tokens: full layers get max_context
+ * slots, sliding layers min(window-1, max_context). */
+ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_context);
+void kv_cache_free(kv_cache *kv);
+
+/* The slot of absolute position pos in layer L. */
+static inline int32_t kv_slot(const kv_layer *L, int64_t pos)
+{
+    return (int32_t)(L->window ? pos % L->capacity : pos);
+}
+
+/* Writes the keys/values of n tokens at positions p0.. into their slots.
+ * Rows of k_new/v_new are kv_heads*head_dim floats apart by `stride`. Only
+ * the last `capacity` tokens of the chunk can survive in a ring. */
+void kv_store(kv_layer *L, int32_t kv_heads, int32_t head_dim, int64_t p0, int32_t n,
+              const float *k_new, const float *v_new, int64_t stride);
+
+#endif

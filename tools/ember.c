@@ -1,0 +1,78 @@
+/* `ember`: the command-line front end of the library. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ember <command> [options]\n"
+            "commands:\n"
+            "  generate  -m DIR --ids 1,2,3 [-n 32] [--greedy] [--print-ids]\n"
+            "            run a prompt of token ids and generate greedily\n"
+            "  parity    --model DIR --golden FILE [--json] [thresholds]\n"
+            "            compare logits with a golden file from reference/golden.py\n"
+            "run 'ember <command> --help' for the options of one command\n");
+}
+
+int cli_parse_ids(const char *text, int32_t **ids, size_t *n)
+{
+    size_t cap = 16, count = 0;
+    int32_t *out = malloc(cap * sizeof *out);
+    const char *p = text;
+    if (!out) return -1;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
+            free(out);
+            return -1;
+        }
+        if (count == cap) {
+            int32_t *grown = realloc(out, 2 * cap * sizeof *out);
+            if (!grown) {
+                free(out);
+                return -1;
+            }
+            out = grown;
+            cap *= 2;
+        }
+        out[count++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (count == 0) {
+        free(out);
+        return -1;
+    }
+    *ids = out;
+    *n = count;
+    return 0;
+}
+
+int32_t cli_argmax(const float *x, int32_t n)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "generate")) return cmd_generate(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "parity")) return cmd_parity(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "ember: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
