@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package ember needs to build, test and fuzz. Safe to
+# run repeatedly: it only calls apt-get when something is missing. Run as
+# root on a fresh Debian 12 machine (CI does).
+set -euo pipefail
+
+packages=(
+  build-essential   # gcc, make
+  clang             # libFuzzer targets
+  libclang-rt-14-dev # the fuzzer and sanitizer runtimes for clang
+  libcjson-dev      # JSON: config.json, safetensors headers, golden files
+  python3-torch     # the PyTorch reference (reference/) and checkpoint generator
+  python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: missing Debian packages: ${missing[*]}" >&2
+  echo "setup: run as root (or: sudo $0) to install them" >&2
+  exit 1
+fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >&2
+apt-get install -y -q --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Live parity against the PyTorch reference (needs Debian's python3-torch):
+# generate tiny checkpoints in several real layouts, write fresh goldens with
+# the reference, and hold ember to the floor-relative bars.
+source "$(dirname "$0")/lib.sh"
+if ! have_torch; then
+  echo "SKIP parity_live: python3-torch is not installed"
+  exit 0
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+expect_ok reference_self_test $PY reference/test_reference.py
+
+# name | make_checkpoint.py flags | golden.py flags | ember flags
+variants=(
+  "f32_tied|--dtype f32||"
+  "bf16_untied_3_shards|--dtype bf16 --untied --shards 3||"
+  "f16_untied|--dtype f16 --untied --seed 3||"
+  "biases|--dtype f32 --untied --attention-bias --mlp-bias --seed 5||"
+  "silu_gate|--dtype f32 --untied --gate-mode silu --seed 7||"
+  "tanh_gelu|--dtype f32 --untied --seed 9|--gelu tanh|--gelu tanh"
+)
+for v in "${variants[@]}"; do
+  IFS='|' read -r name ck_flags golden_flags ember_flags <<<"$v"
+  dir="$tmp/$name"
+  # shellcheck disable=SC2086
+  if ! out=$($PY reference/make_checkpoint.py --preset tiny --out "$dir" $ck_flags 2>&1) ||
+     ! out=$($PY reference/golden.py --model "$dir" --out "$dir.json" $golden_flags 2>&1); then
+    fail "parity_live_$name" "reference failed: $out"; continue
+  fi
+  # shellcheck disable=SC2086
+  expect_ok "parity_live_$name" "$EMBER" parity --model "$dir" --golden "$dir.json" $ember_flags \
+    --min-aggregate 120 --max-below-floor 6 --min-top1 1 --min-greedy 1
+done
+exit $e2e_failed

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The whole test suite: what `make test` and .ci/run call.
+#   1. installs missing Debian packages (scripts/setup.sh)
+#   2. builds with warnings as errors and runs the unit tests
+#   3. rebuilds the unit tests under ASan+UBSan and runs them again
+#   4. end-to-end CLI tests (tests/e2e/*.sh), incl. parity against the
+#      committed golden and, where torch is installed, the live reference
+#   5. a short libFuzzer run of every fuzz target
+# Every case prints "PASS name" or "FAIL name"; the last line is the count.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+export EMBER_TEST_MODEL=${EMBER_TEST_MODEL:-models/tiny}
+passed=0
+failed=0
+failures=()
+
+record() { # record NAME STATUS
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "PASS $1";
+  else failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1"; fi
+}
+
+# Runs a binary that prints PASS/FAIL lines and adds its cases to the count.
+run_cases() { # run_cases LABEL BINARY
+  local out rc n_pass n_fail
+  out=$("$2" 2>&1); rc=$?
+  echo "$out" | sed "s/^/[$1] /"
+  n_pass=$(grep -c '^PASS ' <<<"$out")
+  n_fail=$(grep -c '^FAIL ' <<<"$out")
+  passed=$((passed + n_pass)); failed=$((failed + n_fail))
+  [ "$n_fail" -gt 0 ] && failures+=("$1")
+  if [ $rc -ne 0 ] && [ "$n_fail" -eq 0 ]; then
+    record "$1 (exit $rc)" 1   # crashed or sanitizer report without a FAIL line
+  fi
+}
+
+echo "== build (warnings are errors)"
+if make -j"$JOBS" all tests >/tmp/ember-build.log 2>&1; then record build 0
+else cat /tmp/ember-build.log; record build 1; fi
+
+echo "== unit tests"
+for t in build/tests/test_*; do [ -x "$t" ] && run_cases "$(basename "$t")" "$t"; done
+
+echo "== unit tests under ASan+UBSan"
+if make -j"$JOBS" SAN=1 tests >/tmp/ember-build-san.log 2>&1; then
+  record build-san 0
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+  for t in build-san/tests/test_*; do [ -x "$t" ] && run_cases "san:$(basename "$t")" "$t"; done
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+else cat /tmp/ember-build-san.log; record build-san 1; fi
+
+echo "== end-to-end"
+for t in tests/e2e/*.sh; do run_cases "$(basename "$t" .sh)" "$t"; done
+
+echo "== fuzz smoke (${FUZZ_SECONDS}s per target)"
+if make -j"$JOBS" fuzz >/tmp/ember-build-fuzz.log 2>&1; then
+  record build-fuzz 0
+  for f in build-fuzz/fuzz_*; do
+    name=$(basename "$f"); corpus="fuzz/corpus/${name#fuzz_}"
+    work=$(mktemp -d); [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+    if "$f" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 "$work" >"/tmp/ember-$name.log" 2>&1; then
+      record "$name" 0; grep -E '^stat::number_of_executed_units' "/tmp/ember-$name.log" | sed "s/^/[$name] /"
+    else tail -40 "/tmp/ember-$name.log"; record "$name" 1; fi
+    rm -rf "$work"
+  done
+else cat /tmp/ember-build-fuzz.log; record build-fuzz 1; fi
+
+[ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
