@@ -3,7 +3,10 @@
 source "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-expect_error generate_missing_dir "config.json" "$EMBER" generate -m "$tmp/none" --ids 1,2
+expect_error generate_missing_dir "cannot open checkpoint directory" \
+  "$EMBER" generate -m "$tmp/none" --ids 1,2
+mkdir "$tmp/empty"
+expect_error generate_dir_without_config "config.json" "$EMBER" generate -m "$tmp/empty" --ids 1,2
 expect_error generate_bad_ids "comma-separated" "$EMBER" generate -m models/tiny --ids 1,x,3
 expect_error generate_id_out_of_vocab "outside" "$EMBER" generate -m models/tiny --ids 1,99999 -n 2
 expect_error generate_context_full "max_context" \

@@ -1,0 +1,31 @@
+#include "io/tensor.h"
+
+const char *et_dtype_name(et_dtype dt)
+{
+    switch (dt) {
+    case ET_F32: return "F32";
+    case ET_F16: return "F16";
+    case ET_BF16: return "BF16";
+    case ET_DTYPE_COUNT: break;
+    }
+    return "?";
+}
+
+size_t et_dtype_size(et_dtype dt)
+{
+    switch (dt) {
+    case ET_F32: return 4;
+    case ET_F16: return 2;
+    case ET_BF16: return 2;
+    case ET_DTYPE_COUNT: break;
+    }
+    return 0;
+}
+
+int64_t et_tensor_numel(const et_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->n_dims; i++)
+        n *= t->shape[i];
+    return n;
+}
