@@ -32,7 +32,7 @@ int cmd_generate(int argc, char **argv)
         {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
     const char *dir = NULL, *ids_text = NULL;
     long n_gen = 32;
-    int print_ids = 0;
+    int print_ids = 0, max_context_given = 0;
     ember_model_params mp = ember_model_default_params();
     ember_session_params sp = ember_session_default_params();
     int c;
@@ -44,7 +44,10 @@ int cmd_generate(int argc, char **argv)
         case 'n': n_gen = strtol(optarg, NULL, 10); break;
         case 'g': break; /* greedy is the only sampler until the sampler lands */
         case 'p': print_ids = 1; break;
-        case 'c': sp.max_context = (int32_t)strtol(optarg, NULL, 10); break;
+        case 'c':
+            sp.max_context = (int32_t)strtol(optarg, NULL, 10);
+            max_context_given = 1;
+            break;
         case 'k': sp.prefill_chunk = (int32_t)strtol(optarg, NULL, 10); break;
         case 'e':
             if (!strcmp(optarg, "tanh")) mp.gelu = EMBER_GELU_TANH;
@@ -57,7 +60,7 @@ int cmd_generate(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (!dir || !ids_text || n_gen < 0) {
+    if (!dir || !ids_text || n_gen < 0 || n_gen > 1000000) {
         usage(stderr);
         return 2;
     }
@@ -73,7 +76,10 @@ int cmd_generate(int argc, char **argv)
     ember_session *s = NULL;
     double t0 = now_s();
     if (ember_model_load(dir, &mp, &model) != EMBER_OK) goto fail;
-    if ((size_t)sp.max_context > (size_t)ember_model_max_positions(model))
+    /* Unless told otherwise, make room for the prompt and every new token. */
+    if (!max_context_given && (size_t)sp.max_context < n_ids + (size_t)n_gen)
+        sp.max_context = (int32_t)(n_ids + (size_t)n_gen);
+    if (sp.max_context > ember_model_max_positions(model))
         sp.max_context = ember_model_max_positions(model);
     if (ember_session_create(model, &sp, &s) != EMBER_OK) goto fail;
     double t1 = now_s();
