@@ -5,6 +5,7 @@
 #include "io/checkpoint.h"
 
 #include "base/status.h"
+#include "io/json_text.h"
 #include "io/safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -42,16 +43,6 @@ struct ck_dir {
     size_t n_entries;
 };
 
-/* ---- helpers ---------------------------------------------------------- */
-
-static char *copy_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *c = malloc(n);
-    if (c)
-        memcpy(c, s, n);
-    return c;
-}
 
 static char *join_path(const char *dir, const char *name)
 {
@@ -166,44 +157,6 @@ void ck_index_free(ck_index *idx)
     memset(idx, 0, sizeof *idx);
 }
 
-/* Parses exactly `len` bytes of JSON (not NUL-terminated); only whitespace
- * may follow the value. Works on a NUL-terminated copy so the parser cannot
- * read past `len`. */
-static ember_status parse_json_exact(const char *text, size_t len, const char *label,
-                                     cJSON **out)
-{
-    const char *end = NULL;
-    char *copy;
-    cJSON *root;
-
-    *out = NULL;
-    if (len == 0)
-        return ember_fail(EMBER_ERR_FORMAT, "%s: empty file, not valid JSON", label);
-    copy = malloc(len + 1);
-    if (!copy)
-        return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory (%zu bytes)", label, len);
-    memcpy(copy, text, len);
-    copy[len] = '\0';
-    root = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
-    if (!root) {
-        size_t at = (end && end >= copy && end <= copy + len) ? (size_t)(end - copy) : 0;
-        free(copy);
-        return ember_fail(EMBER_ERR_FORMAT, "%s: not valid JSON (error near byte %zu)", label,
-                          at);
-    }
-    for (const char *p = end; p && p < copy + len; p++) {
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-            size_t at = (size_t)(p - copy);
-            cJSON_Delete(root);
-            free(copy);
-            return ember_fail(EMBER_ERR_FORMAT,
-                              "%s: trailing bytes after the JSON value (at byte %zu)", label, at);
-        }
-    }
-    free(copy);
-    *out = root;
-    return EMBER_OK;
-}
 
 ember_status ck_parse_index(const char *json, size_t len, const char *label, ck_index *out)
 {
@@ -221,7 +174,7 @@ ember_status ck_parse_index(const char *json, size_t len, const char *label, ck_
     if (!json && len)
         return ember_fail(EMBER_ERR_INVALID_ARG, "%s: NULL buffer", label);
 
-    st = parse_json_exact(json, len, label, &root);
+    st = io_json_parse(json, len, label, "index", &root);
     if (st != EMBER_OK)
         return st;
     if (!cJSON_IsObject(root)) {
@@ -293,7 +246,7 @@ ember_status ck_parse_index(const char *json, size_t len, const char *label, ck_
         }
         for (size_t i = 0; i < n; i++) {
             if (i == 0 || strcmp(items[i - 1].shard, items[i].shard) != 0) {
-                out->shards[out->n_shards] = copy_string(items[i].shard);
+                out->shards[out->n_shards] = strdup(items[i].shard);
                 if (!out->shards[out->n_shards]) {
                     st = ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", label);
                     goto done;
@@ -325,7 +278,7 @@ ember_status ck_parse_index(const char *json, size_t len, const char *label, ck_
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
-        out->entries[i].tensor = copy_string(items[i].tensor);
+        out->entries[i].tensor = strdup(items[i].tensor);
         if (!out->entries[i].tensor) {
             st = ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", label);
             goto done;
@@ -381,7 +334,7 @@ static ember_status add_file(ck_dir *ck, const char *name)
 
     if (!path)
         return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", ck->path);
-    ck->file_names[i] = copy_string(name);
+    ck->file_names[i] = strdup(name);
     if (!ck->file_names[i]) {
         free(path);
         return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", ck->path);
@@ -536,7 +489,7 @@ ember_status ck_open(const char *dir, ck_dir **out)
     ck = calloc(1, sizeof *ck);
     if (!ck)
         return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", dir);
-    ck->path = copy_string(dir);
+    ck->path = strdup(dir);
     config_path = join_path(dir, CONFIG_NAME);
     index_path = join_path(dir, INDEX_NAME);
     single_path = join_path(dir, SINGLE_NAME);

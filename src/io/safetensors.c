@@ -17,6 +17,7 @@
 #include "io/safetensors.h"
 
 #include "base/status.h"
+#include "io/json_text.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -49,62 +50,8 @@ struct st_file {
     const et_tensor **by_name; /* sorted by name, for st_find */
 };
 
-/* ---- small helpers ---------------------------------------------------- */
 
-static char *copy_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *c = malloc(n);
-    if (c)
-        memcpy(c, s, n);
-    return c;
-}
 
-static bool is_json_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Parses exactly `len` bytes of JSON (not NUL-terminated). Only whitespace
- * may follow the value. The text is copied into a NUL-terminated buffer
- * first, so nothing reads past `len` whatever the parser does. */
-static ember_status parse_json_exact(const char *text, size_t len, const char *label,
-                                     const char *what, cJSON **out)
-{
-    const char *end = NULL;
-    char *copy;
-    cJSON *root;
-
-    *out = NULL;
-    if (len == 0)
-        return ember_fail(EMBER_ERR_FORMAT, "%s: %s is empty, not valid JSON", label, what);
-    copy = malloc(len + 1);
-    if (!copy)
-        return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory reading the %s (%zu bytes)",
-                          label, what, len);
-    memcpy(copy, text, len);
-    copy[len] = '\0';
-    root = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
-    if (!root) {
-        size_t at = (end && end >= copy && end <= copy + len) ? (size_t)(end - copy) : 0;
-        free(copy);
-        return ember_fail(EMBER_ERR_FORMAT, "%s: %s is not valid JSON (error near byte %zu)",
-                          label, what, at);
-    }
-    for (const char *p = end; p && p < copy + len; p++) {
-        if (!is_json_space(*p)) {
-            size_t at = (size_t)(p - copy);
-            cJSON_Delete(root);
-            free(copy);
-            return ember_fail(EMBER_ERR_FORMAT,
-                              "%s: %s has trailing bytes after the JSON value (at byte %zu)",
-                              label, what, at);
-        }
-    }
-    free(copy);
-    *out = root;
-    return EMBER_OK;
-}
 
 static bool valid_utf8(const char *s)
 {
@@ -413,7 +360,7 @@ ember_status st_parse(const uint8_t *buf, size_t len, const char *label, et_tens
     data = buf + 8 + hlen;
     data_len = len - 8 - (size_t)hlen;
 
-    st = parse_json_exact((const char *)buf + 8, (size_t)hlen, label, "header", &root);
+    st = io_json_parse((const char *)buf + 8, (size_t)hlen, label, "header", &root);
     if (st != EMBER_OK)
         return st;
     if (!cJSON_IsObject(root)) {
@@ -457,7 +404,7 @@ ember_status st_parse(const uint8_t *buf, size_t len, const char *label, et_tens
         st = parse_entry(e, name, label, data, data_len, &ts[filled]);
         if (st != EMBER_OK)
             goto fail;
-        ts[filled].name = copy_string(name);
+        ts[filled].name = strdup(name);
         if (!ts[filled].name) {
             st = ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", label);
             goto fail;
@@ -553,7 +500,7 @@ ember_status st_open(const char *path, st_file **out)
     }
     f->map = map;
     f->map_len = (size_t)sb.st_size;
-    f->path = copy_string(path);
+    f->path = strdup(path);
     if (!f->path) {
         st_close(f);
         return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", path);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "io/json_text.h"
 
 /* Config flags of a re-uploaded variant of the modeling file (KV sharpening,
  * int4 layers, Hadamard rotations). They change the computation, so a config
@@ -260,18 +261,15 @@ ember_status spark_config_parse(const char *json, size_t len, const char *label,
                                 spark_config *out)
 {
     memset(out, 0, sizeof *out);
-    cJSON *root = cJSON_ParseWithLength(json, len);
-    if (!root) {
-        const char *where = cJSON_GetErrorPtr();
-        long off = where && where >= json && where <= json + len ? (long)(where - json) : -1;
-        return ember_fail(EMBER_ERR_FORMAT, "%s: invalid JSON near byte %ld", label, off);
-    }
+    cJSON *root;
+    ember_status st = io_json_parse(json, len, label, "config", &root);
+    if (st) return st;
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return ember_fail(EMBER_ERR_FORMAT, "%s: top level must be a JSON object", label);
     }
     parse_ctx p = {root, label};
-    ember_status st = parse_root(&p, out);
+    st = parse_root(&p, out);
     cJSON_Delete(root);
     return st;
 }

@@ -257,7 +257,7 @@ static void bad_json_config(void)
     fresh_dir();
     with_config("\"vocab_size\": 64,", "\"vocab_size\": 64,,");
     write_weights(0, 0);
-    expect_error(EMBER_ERR_FORMAT, "config.json", "invalid JSON");
+    expect_error(EMBER_ERR_FORMAT, "config.json", "not valid JSON");
     remove_dir();
 }
 

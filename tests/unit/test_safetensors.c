@@ -858,7 +858,7 @@ static void test_ck_bad_index_json(void)
     ck_dir *ck = NULL;
     if (make_sharded(dir, sizeof dir, HDR_AB, HDR_C, "{\"weight_map\": {\"a\": ")) {
         EXPECT_FAIL(ck_open(dir, &ck), EMBER_ERR_FORMAT,
-                    "model.safetensors.index.json: not valid JSON");
+                    "model.safetensors.index.json: index is not valid JSON");
         CHECK(ck == NULL);
     }
     rm_tree(dir);
@@ -892,7 +892,7 @@ static ember_status parse_index_str(const char *json)
 
 static void test_ck_parse_index_errors(void)
 {
-    EXPECT_FAIL(parse_index_str(""), EMBER_ERR_FORMAT, "idx.json: empty file");
+    EXPECT_FAIL(parse_index_str(""), EMBER_ERR_FORMAT, "idx.json: index is empty");
     EXPECT_FAIL(parse_index_str("[]"), EMBER_ERR_FORMAT, "idx.json: not a JSON object");
     EXPECT_FAIL(parse_index_str("{\"metadata\": {}}"), EMBER_ERR_FORMAT,
                 "idx.json: missing \"weight_map\"");
