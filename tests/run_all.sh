@@ -2,7 +2,8 @@
 # The whole test suite: what `make test` and .ci/run call.
 #   1. installs missing Debian packages (scripts/setup.sh)
 #   2. builds with warnings as errors and runs the unit tests
-#   3. rebuilds the unit tests under ASan+UBSan and runs them again
+#   3. rebuilds the unit tests and the CLI under ASan+UBSan and runs the unit
+#      tests and the CLI error/parity scripts again
 #   4. end-to-end CLI tests (tests/e2e/*.sh), incl. parity against the
 #      committed golden and, where torch is installed, the live reference
 #   5. a short libFuzzer run of every fuzz target
@@ -46,10 +47,14 @@ echo "== unit tests"
 for t in build/tests/test_*; do [ -x "$t" ] && run_cases "$(basename "$t")" "$t"; done
 
 echo "== unit tests under ASan+UBSan"
-if make -j"$JOBS" SAN=1 tests >/tmp/ember-build-san.log 2>&1; then
+if make -j"$JOBS" SAN=1 all tests >/tmp/ember-build-san.log 2>&1; then
   record build-san 0
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
   for t in build-san/tests/test_*; do [ -x "$t" ] && run_cases "san:$(basename "$t")" "$t"; done
+  # the CLI's error paths and a parity run, also under the sanitizers
+  for t in cli_errors parity_committed; do
+    run_cases "san:$t" env EMBER=build-san/ember "tests/e2e/$t.sh"
+  done
   unset ASAN_OPTIONS UBSAN_OPTIONS
 else cat /tmp/ember-build-san.log; record build-san 1; fi
 
