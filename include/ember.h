@@ -69,8 +69,22 @@ typedef enum ember_gelu {
     EMBER_GELU_TANH = 1
 } ember_gelu;
 
+/* Weight storage formats. Q8_0 and Q4_0 are GGUF's block formats. */
+typedef enum ember_type {
+    EMBER_TYPE_NONE = 0, /* keep what the file holds */
+    EMBER_TYPE_F32,
+    EMBER_TYPE_F16,
+    EMBER_TYPE_BF16,
+    EMBER_TYPE_Q8_0,
+    EMBER_TYPE_Q4_0
+} ember_type;
+
 typedef struct ember_model_params {
-    ember_gelu gelu;       /* default EMBER_GELU_ERF */
+    ember_gelu gelu;        /* default EMBER_GELU_ERF */
+    ember_type weight_type; /* convert every weight matrix at load; default NONE */
+    const char *kernels;    /* NULL: the fastest set this CPU runs; or "scalar",
+                               "avx2", "avx512", "neon" (an error if the CPU
+                               cannot run it) */
 } ember_model_params;
 
 typedef struct ember_model ember_model;
@@ -87,12 +101,18 @@ int32_t ember_model_vocab_size(const ember_model *model);
 int32_t ember_model_n_layers(const ember_model *model);
 /* The longest context the checkpoint declares (max_position_embeddings). */
 int32_t ember_model_max_positions(const ember_model *model);
+/* The kernel set in use ("avx512", "scalar", ...). */
+const char *ember_model_kernels(const ember_model *model);
+/* Bytes of weights the model reads per token (every matrix once). */
+size_t ember_model_weight_bytes(const ember_model *model);
 
 typedef struct ember_session_params {
     int32_t max_context;   /* tokens the session can hold; sizes the full-layer
                               caches. default 4096, capped by the model's
                               max_position_embeddings */
     int32_t prefill_chunk; /* tokens per prefill step; default 64 */
+    int32_t n_threads;     /* worker threads incl. the caller; 0 = one per
+                              online CPU (default) */
 } ember_session_params;
 
 typedef struct ember_session ember_session;

@@ -119,7 +119,7 @@ static int cmp_tensor_span(const void *a, const void *b)
 static bool dtype_from_name(const char *s, et_dtype *out)
 {
     for (int i = 0; i < ET_DTYPE_COUNT; i++) {
-        if (strcmp(s, et_dtype_name((et_dtype)i)) == 0) {
+        if (et_dtype_is_float((et_dtype)i) && strcmp(s, et_dtype_name((et_dtype)i)) == 0) {
             *out = (et_dtype)i;
             return true;
         }

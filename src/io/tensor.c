@@ -6,6 +6,8 @@ const char *et_dtype_name(et_dtype dt)
     case ET_F32: return "F32";
     case ET_F16: return "F16";
     case ET_BF16: return "BF16";
+    case ET_Q8_0: return "Q8_0";
+    case ET_Q4_0: return "Q4_0";
     case ET_DTYPE_COUNT: break;
     }
     return "?";
@@ -17,10 +19,14 @@ size_t et_dtype_size(et_dtype dt)
     case ET_F32: return 4;
     case ET_F16: return 2;
     case ET_BF16: return 2;
+    case ET_Q8_0:
+    case ET_Q4_0:
     case ET_DTYPE_COUNT: break;
     }
     return 0;
 }
+
+int et_dtype_is_float(et_dtype dt) { return dt == ET_F32 || dt == ET_F16 || dt == ET_BF16; }
 
 int64_t et_tensor_numel(const et_tensor *t)
 {

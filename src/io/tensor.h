@@ -5,16 +5,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Element formats. The float ones are what safetensors files hold; the block
+ * formats (GGUF's layouts) come from GGUF files or conversion at load. Their
+ * sizes, conversions and dot products are in src/kernels/formats.h. */
 typedef enum et_dtype {
     ET_F32 = 0,
     ET_F16,
     ET_BF16,
+    ET_Q8_0, /* blocks of 32: f16 scale + 32 int8 */
+    ET_Q4_0, /* blocks of 32: f16 scale + 16 bytes of 4-bit values */
     ET_DTYPE_COUNT
 } et_dtype;
 
-/* "F32", "F16", "BF16" as safetensors spells them. */
+/* "F32", "F16", "BF16" as safetensors spells them; "Q8_0", "Q4_0". */
 const char *et_dtype_name(et_dtype dt);
+/* Bytes per element of a float format; 0 for block formats. */
 size_t et_dtype_size(et_dtype dt);
+/* True for F32/F16/BF16 (one value per element, no blocks). */
+int et_dtype_is_float(et_dtype dt);
 
 #define ET_MAX_DIMS 4
 

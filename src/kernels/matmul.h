@@ -1,31 +1,50 @@
-/* Matrix-vector products against weights stored in the checkpoint's own
- * dtype. A weight matrix is row-major (PyTorch's [out_features, in_features]),
- * so y = x W^T is one dot product per row. Accumulation is fp32. */
+/* Matrix products against weights stored in any format of formats.h.
+ *
+ * A weight matrix is row-major (PyTorch's [out_features, in_features]), so
+ * y = x W^T is one dot product per row. For the float formats x is fp32; for
+ * Q8_0/Q4_0 weights x is first quantized to Q8_0 blocks and the dot products
+ * run on integers. Accumulation is fp32 (int32 within a block).
+ *
+ * The kernels come in sets, one per instruction set ("scalar" is the
+ * reference every other set is tested against). A gemm kernel computes the
+ * rows [r0, r1) for n_tokens activation rows, so the same call serves decode
+ * (one token) and prefill (a chunk), and threads split the rows. */
 #ifndef EMBER_KERNELS_MATMUL_H
 #define EMBER_KERNELS_MATMUL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "io/tensor.h"
 
 typedef struct ek_matrix {
     et_dtype dtype;
-    const void *data; /* rows x cols elements, row-major, aligned to dtype */
+    const void *data; /* rows x ek_row_bytes(dtype, cols) bytes */
     int64_t rows, cols;
 } ek_matrix;
 
 /* Rows [first, first + n) of w as a matrix of their own (a free view). */
 ek_matrix ek_matrix_rows(const ek_matrix *w, int64_t first, int64_t n);
-
-/* y[t][r] = sum_c w[r][c] * x[t][c] (+ bias[r]) for t < n_tokens.
- * x is n_tokens x cols, y is n_tokens x rows (row stride = y_stride). */
-void ek_matmul(float *y, int64_t y_stride, const float *x, int n_tokens, const ek_matrix *w,
-               const float *bias);
-
-/* One dot product of row r of w with x (length w->cols). */
-float ek_dot_row(const ek_matrix *w, int64_t r, const float *x);
-
 /* Row r of w converted to fp32 (an embedding lookup). */
 void ek_row_to_f32(float *out, const ek_matrix *w, int64_t r);
+
+/* y[t * y_stride + r] = dot(w row r, x row t) for r0 <= r < r1, t < n_tokens.
+ * x rows are x_stride bytes apart, in the activation format of w's dtype. */
+typedef void (*ek_gemm_fn)(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0,
+                           int64_t r1, const void *x, size_t x_stride, int n_tokens);
+/* fp32 -> Q8_0 blocks (n a multiple of 32), for activations. */
+typedef void (*ek_quantize_fn)(const float *x, void *dst, int64_t n);
+
+typedef struct ek_kernel_set {
+    const char *name; /* "scalar", "avx2", "avx512", "neon" */
+    ek_gemm_fn gemm[ET_DTYPE_COUNT];
+    ek_quantize_fn quantize_q8_0;
+} ek_kernel_set;
+
+const ek_kernel_set *ek_kernels_scalar(void);
+/* The fastest set this CPU runs (from cpuid), never NULL. */
+const ek_kernel_set *ek_kernels_best(void);
+/* By name; NULL if unknown or not runnable on this CPU. */
+const ek_kernel_set *ek_kernels_by_name(const char *name);
 
 #endif

@@ -1,15 +1,11 @@
-/* Portable scalar matmul: the reference every SIMD twin is tested against. */
-#include "kernels/matmul.h"
+/* The scalar kernel set: portable C, the reference every SIMD twin is
+ * tested against (tests/unit/test_kernels.c). */
+#include <math.h>
+#include <string.h>
 
 #include "kernels/convert.h"
-
-ek_matrix ek_matrix_rows(const ek_matrix *w, int64_t first, int64_t n)
-{
-    ek_matrix m = *w;
-    m.data = (const char *)w->data + (size_t)(first * w->cols) * et_dtype_size(w->dtype);
-    m.rows = n;
-    return m;
-}
+#include "kernels/formats.h"
+#include "kernels/matmul.h"
 
 /* Eight partial sums break the dependency chain so the compiler can keep
  * several multiply-adds in flight; the final sum is done pairwise. */
@@ -42,39 +38,84 @@ static float dot_f16(const uint16_t *w, const float *x, int64_t n)
 #undef LOAD_F16
 }
 
-float ek_dot_row(const ek_matrix *w, int64_t r, const float *x)
+/* Q8_0 x Q8_0: integer dot per block, scaled by both block scales. */
+static float dot_q8_0(const ek_block_q8_0 *w, const ek_block_q8_0 *x, int64_t n)
 {
-    size_t off = (size_t)(r * w->cols);
-    switch (w->dtype) {
-    case ET_F32: return dot_f32((const float *)w->data + off, x, w->cols);
-    case ET_BF16: return dot_bf16((const uint16_t *)w->data + off, x, w->cols);
-    case ET_F16: return dot_f16((const uint16_t *)w->data + off, x, w->cols);
-    case ET_DTYPE_COUNT: break;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / EK_QBLOCK; b++) {
+        int32_t acc = 0;
+        for (int j = 0; j < EK_QBLOCK; j++) acc += (int32_t)w[b].q[j] * x[b].q[j];
+        sum += ek_f16_to_f32(w[b].d) * ek_f16_to_f32(x[b].d) * (float)acc;
     }
-    return 0.0f;
+    return sum;
 }
 
-void ek_matmul(float *y, int64_t y_stride, const float *x, int n_tokens, const ek_matrix *w,
-               const float *bias)
+/* Q4_0 x Q8_0: low nibbles are elements 0..15, high nibbles 16..31. */
+static float dot_q4_0(const ek_block_q4_0 *w, const ek_block_q8_0 *x, int64_t n)
 {
-    /* Row-outer: a weight row is read from memory once and reused for every
-     * token of the chunk while it sits in L1. */
-    for (int64_t r = 0; r < w->rows; r++) {
-        float b = bias ? bias[r] : 0.0f;
-        for (int t = 0; t < n_tokens; t++)
-            y[t * y_stride + r] = ek_dot_row(w, r, x + (int64_t)t * w->cols) + b;
-    }
-}
-
-void ek_row_to_f32(float *out, const ek_matrix *w, int64_t r)
-{
-    size_t off = (size_t)(r * w->cols);
-    for (int64_t c = 0; c < w->cols; c++) {
-        switch (w->dtype) {
-        case ET_F32: out[c] = ((const float *)w->data)[off + c]; break;
-        case ET_BF16: out[c] = ek_bf16_to_f32(((const uint16_t *)w->data)[off + c]); break;
-        case ET_F16: out[c] = ek_f16_to_f32(((const uint16_t *)w->data)[off + c]); break;
-        case ET_DTYPE_COUNT: break;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / EK_QBLOCK; b++) {
+        int32_t acc = 0;
+        for (int j = 0; j < EK_QBLOCK / 2; j++) {
+            acc += ((w[b].qs[j] & 15) - 8) * (int32_t)x[b].q[j];
+            acc += ((w[b].qs[j] >> 4) - 8) * (int32_t)x[b].q[j + EK_QBLOCK / 2];
         }
+        sum += ek_f16_to_f32(w[b].d) * ek_f16_to_f32(x[b].d) * (float)acc;
     }
+    return sum;
 }
+
+/* Row-outer: a weight row is read once and reused for every token while it
+ * sits in L1. */
+#define GEMM_BODY(WTYPE, XTYPE, DOT)                                                  \
+    size_t row_bytes = ek_row_bytes(w->dtype, w->cols);                               \
+    for (int64_t r = r0; r < r1; r++) {                                               \
+        const WTYPE *wr = (const WTYPE *)((const char *)w->data + (size_t)r * row_bytes); \
+        for (int t = 0; t < n_tokens; t++)                                            \
+            y[t * y_stride + r] =                                                     \
+                DOT(wr, (const XTYPE *)((const char *)x + (size_t)t * x_stride), w->cols); \
+    }
+
+static void gemm_f32(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1,
+                     const void *x, size_t x_stride, int n_tokens)
+{
+    GEMM_BODY(float, float, dot_f32)
+}
+
+static void gemm_bf16(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1,
+                      const void *x, size_t x_stride, int n_tokens)
+{
+    GEMM_BODY(uint16_t, float, dot_bf16)
+}
+
+static void gemm_f16(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1,
+                     const void *x, size_t x_stride, int n_tokens)
+{
+    GEMM_BODY(uint16_t, float, dot_f16)
+}
+
+static void gemm_q8_0(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1,
+                      const void *x, size_t x_stride, int n_tokens)
+{
+    GEMM_BODY(ek_block_q8_0, ek_block_q8_0, dot_q8_0)
+}
+
+static void gemm_q4_0(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1,
+                      const void *x, size_t x_stride, int n_tokens)
+{
+    GEMM_BODY(ek_block_q4_0, ek_block_q8_0, dot_q4_0)
+}
+
+static void quantize_q8_0(const float *x, void *dst, int64_t n)
+{
+    ek_format_of(ET_Q8_0)->from_f32(x, dst, n);
+}
+
+static const ek_kernel_set scalar_set = {
+    "scalar",
+    {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
+     [ET_Q4_0] = gemm_q4_0},
+    quantize_q8_0,
+};
+
+const ek_kernel_set *ek_kernels_scalar(void) { return &scalar_set; }

@@ -20,8 +20,9 @@ static void axpy(float *y, float a, const float *x, int32_t n)
     for (int32_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-void attn_chunk(const kv_layer *L, const attn_shape *s, int64_t p0, int32_t n, const float *q,
-                const float *k_new, const float *v_new, float *out, float *scores)
+void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t h0, int32_t h1, int64_t p0,
+                int32_t n, const float *q, const float *k_new, const float *v_new, float *out,
+                float *scores)
 {
     const int32_t d = s->head_dim;
     const int32_t group = s->n_heads / s->n_kv_heads;
@@ -38,7 +39,7 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int64_t p0, int32_t n, c
         const int32_t n_cache = cache_hi > cache_lo ? (int32_t)(cache_hi - cache_lo) : 0;
         const int32_t n_new = (int32_t)(pos - new_lo + 1);
 
-        for (int32_t h = 0; h < s->n_heads; h++) {
+        for (int32_t h = h0; h < h1; h++) {
             const int32_t g = h / group;
             const float *qh = q + t * s->q_stride + (int64_t)h * d;
             const float *kc = L->k + (size_t)g * (size_t)L->capacity * (size_t)d;

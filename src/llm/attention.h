@@ -20,8 +20,10 @@ typedef struct attn_shape {
  * n_heads x head_dim; k_new/v_new rows are n_kv_heads x head_dim. The cache
  * holds positions < p0. out row t receives n_heads x head_dim. `scores` must
  * hold L->capacity + n floats. Query head h uses kv head h / (heads/kv_heads):
- * the group of queries sharing a kv head is scored against the same K rows. */
-void attn_chunk(const kv_layer *L, const attn_shape *s, int64_t p0, int32_t n, const float *q,
-                const float *k_new, const float *v_new, float *out, float *scores);
+ * the group of queries sharing a kv head is scored against the same K rows.
+ * Only query heads [h0, h1) are computed (threads split the heads). */
+void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t h0, int32_t h1, int64_t p0,
+                int32_t n, const float *q, const float *k_new, const float *v_new, float *out,
+                float *scores);
 
 #endif

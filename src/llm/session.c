@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/pool.h"
 #include "base/status.h"
+#include "kernels/exec.h"
 #include "kernels/ops.h"
 #include "llm/attention.h"
 #include "llm/kv.h"
@@ -14,6 +16,7 @@ struct ember_session {
     const ember_model *m;
     ember_session_params p;
     kv_cache kv;
+    ek_exec exec;    /* the model's kernels on this session's thread pool */
     int64_t pos;     /* tokens held */
     int has_logits;
 
@@ -24,8 +27,10 @@ struct ember_session {
     float *gate;     /* chunk x heads */
     float *attn;     /* chunk x heads * head_dim */
     float *ffn_g, *ffn_u; /* chunk x intermediate */
-    float *scores;   /* max cache capacity + chunk */
+    float *scores;   /* per worker: max cache capacity + chunk */
+    size_t scores_stride;
     float *logits;   /* vocab */
+    void *qbuf;      /* activations quantized for Q8_0/Q4_0 weights */
     float *inv_freq[SPARK_LAYER_TYPES];       /* rot/2 */
     float *cos_t[SPARK_LAYER_TYPES], *sin_t[SPARK_LAYER_TYPES]; /* chunk x rot/2 */
     float *scratch;
@@ -37,6 +42,7 @@ ember_session_params ember_session_default_params(void)
     memset(&p, 0, sizeof p);
     p.max_context = 4096;
     p.prefill_chunk = 64;
+    p.n_threads = 0;
     return p;
 }
 
@@ -53,11 +59,20 @@ static ember_status alloc_scratch(ember_session *s)
     for (int t = 0; t < SPARK_LAYER_TYPES; t++)
         rope += (size_t)c->rope[t].rot_dims / 2 * (1 + 2 * n);
 
+    /* the widest matrix input: hidden, heads*head_dim or intermediate */
+    size_t max_cols = (size_t)c->hidden > q_dim ? (size_t)c->hidden : q_dim;
+    if ((size_t)c->intermediate > max_cols) max_cols = (size_t)c->intermediate;
+    size_t qbuf_floats = (ek_exec_qbuf_bytes((int)n, (int64_t)max_cols) + sizeof(float) - 1) /
+                         sizeof(float);
+    s->scores_stride = (max_cap + n + 15) & ~(size_t)15;
     size_t sizes[] = {n * (size_t)c->hidden, n * (size_t)c->hidden, n * qkv_dim,
                       n * (size_t)c->n_heads, n * q_dim, n * (size_t)c->intermediate,
-                      n * (size_t)c->intermediate, max_cap + n, (size_t)c->vocab};
+                      n * (size_t)c->intermediate,
+                      s->scores_stride * (size_t)pool_size(s->exec.pool), (size_t)c->vocab,
+                      qbuf_floats};
+    float *qbuf;
     float **dst[] = {&s->x, &s->h, &s->qkv, &s->gate, &s->attn, &s->ffn_g, &s->ffn_u,
-                     &s->scores, &s->logits};
+                     &s->scores, &s->logits, &qbuf};
     size_t total = rope;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
     s->scratch = malloc(total * sizeof(float));
@@ -69,6 +84,7 @@ static ember_status alloc_scratch(ember_session *s)
         *dst[i] = p;
         p += sizes[i];
     }
+    s->qbuf = qbuf;
     for (int t = 0; t < SPARK_LAYER_TYPES; t++) {
         size_t half = (size_t)c->rope[t].rot_dims / 2;
         s->inv_freq[t] = p;
@@ -96,12 +112,17 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
     if (p.prefill_chunk < 1 || p.prefill_chunk > 65536)
         return ember_fail(EMBER_ERR_INVALID_ARG, "prefill_chunk %d must be in [1, 65536]",
                           p.prefill_chunk);
+    if (p.n_threads < 0 || p.n_threads > 1024)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "n_threads %d must be in [0, 1024]", p.n_threads);
+    if (p.n_threads == 0) p.n_threads = pool_cpu_count();
 
     ember_session *s = calloc(1, sizeof *s);
     if (!s) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating a session");
     s->m = model;
     s->p = p;
-    ember_status st = kv_cache_init(&s->kv, &model->cfg, p.max_context);
+    s->exec.kernels = model->kernels;
+    ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
+    if (!st) st = kv_cache_init(&s->kv, &model->cfg, p.max_context);
     if (!st) st = alloc_scratch(s);
     if (st) {
         ember_session_free(s);
@@ -114,6 +135,7 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
 void ember_session_free(ember_session *session)
 {
     if (!session) return;
+    pool_free(session->exec.pool);
     kv_cache_free(&session->kv);
     free(session->scratch);
     free(session);
@@ -123,6 +145,29 @@ static void apply_gate(const spark_config *c, float *gate, int32_t n)
 {
     for (int32_t i = 0; i < n * c->n_heads; i++)
         gate[i] = c->gate == SPARK_GATE_SILU ? ek_silu(gate[i]) : ek_sigmoid(gate[i]);
+}
+
+typedef struct attn_task {
+    const kv_layer *L;
+    attn_shape shape;
+    int64_t p0;
+    int32_t n;
+    const float *q, *k, *v;
+    float *out, *scores;
+    size_t scores_stride;
+} attn_task;
+
+/* Workers take whole kv heads (with their group of query heads), so each
+ * cached K/V row is read by one worker only. */
+static void run_attention(void *p, int worker, int n_workers)
+{
+    const attn_task *t = p;
+    const int32_t group = t->shape.n_heads / t->shape.n_kv_heads;
+    int64_t g0, g1;
+    pool_split(t->shape.n_kv_heads, 1, worker, n_workers, &g0, &g1);
+    if (g0 < g1)
+        attn_chunk(t->L, &t->shape, (int32_t)(g0 * group), (int32_t)(g1 * group), t->p0, t->n,
+                   t->q, t->k, t->v, t->out, t->scores + (size_t)worker * t->scores_stride);
 }
 
 /* Attention block of layer li for n tokens at positions p0..: x += attn(norm(x)). */
@@ -141,11 +186,11 @@ static void attention_block(ember_session *s, int32_t li, int64_t p0, int32_t n)
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(s->h + (int64_t)t * c->hidden, s->x + (int64_t)t * c->hidden, W->attn_norm,
                    c->hidden, c->rms_eps);
-    ek_matmul(q, qkv_dim, s->h, n, &W->wq, W->bq);
-    ek_matmul(k, qkv_dim, s->h, n, &W->wk, W->bk);
-    ek_matmul(v, qkv_dim, s->h, n, &W->wv, W->bv);
+    ek_matmul(&s->exec, q, qkv_dim, s->h, n, &W->wq, W->bq, s->qbuf);
+    ek_matmul(&s->exec, k, qkv_dim, s->h, n, &W->wk, W->bk, s->qbuf);
+    ek_matmul(&s->exec, v, qkv_dim, s->h, n, &W->wv, W->bv, s->qbuf);
     if (c->gate != SPARK_GATE_NONE) {
-        ek_matmul(s->gate, H, s->h, n, &W->wg, W->bg);
+        ek_matmul(&s->exec, s->gate, H, s->h, n, &W->wg, W->bg, s->qbuf);
         apply_gate(c, s->gate, n);
     }
     for (int32_t t = 0; t < n; t++) {
@@ -156,8 +201,9 @@ static void attention_block(ember_session *s, int32_t li, int64_t p0, int32_t n)
             ek_rope_apply(k + t * qkv_dim + (int64_t)g * d, ct, st, 2 * half);
     }
 
-    attn_shape shape = {H, KV, d, qkv_dim, qkv_dim, q_dim};
-    attn_chunk(L, &shape, p0, n, q, k, v, s->attn, s->scores);
+    attn_task task = {L, {H, KV, d, qkv_dim, qkv_dim, q_dim}, p0, n, q, k, v, s->attn,
+                      s->scores, s->scores_stride};
+    pool_run(s->exec.pool, run_attention, &task);
     kv_store(L, KV, d, p0, n, k, v, qkv_dim);
 
     if (c->gate != SPARK_GATE_NONE)
@@ -166,7 +212,7 @@ static void attention_block(ember_session *s, int32_t li, int64_t p0, int32_t n)
                 float g = s->gate[t * H + hh], *o = s->attn + t * q_dim + (int64_t)hh * d;
                 for (int32_t j = 0; j < d; j++) o[j] *= g;
             }
-    ek_matmul(s->h, c->hidden, s->attn, n, &W->wo, W->bo);
+    ek_matmul(&s->exec, s->h, c->hidden, s->attn, n, &W->wo, W->bo, s->qbuf);
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) s->x[i] += s->h[i];
 }
 
@@ -181,10 +227,10 @@ static void mlp_block(ember_session *s, int32_t li, int32_t n)
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(s->h + (int64_t)t * c->hidden, s->x + (int64_t)t * c->hidden, W->mlp_norm,
                    c->hidden, c->rms_eps);
-    ek_matmul(s->ffn_g, inter, s->h, n, &W->w_gate, W->b_gate);
-    ek_matmul(s->ffn_u, inter, s->h, n, &W->w_up, W->b_up);
+    ek_matmul(&s->exec, s->ffn_g, inter, s->h, n, &W->w_gate, W->b_gate, s->qbuf);
+    ek_matmul(&s->exec, s->ffn_u, inter, s->h, n, &W->w_up, W->b_up, s->qbuf);
     for (int64_t i = 0; i < (int64_t)n * inter; i++) s->ffn_g[i] = gelu(s->ffn_g[i]) * s->ffn_u[i];
-    ek_matmul(s->h, c->hidden, s->ffn_g, n, &W->w_down, W->b_down);
+    ek_matmul(&s->exec, s->h, c->hidden, s->ffn_g, n, &W->w_down, W->b_down, s->qbuf);
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) s->x[i] += s->h[i];
 }
 
@@ -210,7 +256,7 @@ static void forward_chunk(ember_session *s, const int32_t *ids, int32_t n, int w
     if (want_logits) {
         ek_rmsnorm(s->h, s->x + (int64_t)(n - 1) * c->hidden, s->m->final_norm, c->hidden,
                    c->rms_eps);
-        ek_matmul(s->logits, c->vocab, s->h, 1, &s->m->lm_head, NULL);
+        ek_matmul(&s->exec, s->logits, c->vocab, s->h, 1, &s->m->lm_head, NULL, s->qbuf);
         s->has_logits = 1;
     }
 }

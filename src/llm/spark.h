@@ -29,6 +29,9 @@ struct ember_model {
     const float *final_norm;
     spark_layer layers[SPARK_MAX_LAYERS];
     float *vectors;    /* fp32 copies of every norm weight and bias */
+    const ek_kernel_set *kernels;
+    void **converted;  /* matrices converted at load (weight_type), owned */
+    size_t n_converted;
 };
 
 #endif

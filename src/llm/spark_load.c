@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "kernels/convert.h"
+#include "kernels/formats.h"
 #include "llm/spark.h"
 
 /* The sizes a tensor dimension can be bound to. */
@@ -79,6 +79,7 @@ static int present(const spark_config *c, presence p)
 typedef struct loader {
     ember_model *m;
     float *next_vector; /* bump pointer into m->vectors */
+    et_dtype convert_to; /* ET_DTYPE_COUNT: keep the file's dtypes */
 } loader;
 
 static void shape_text(char *buf, size_t cap, const int64_t *shape, int n)
@@ -109,10 +110,39 @@ static ember_status fetch(loader *ld, const char *name, int64_t rows, int64_t co
     }
     /* The kernels read weights in place with naturally aligned loads. Files
      * written by safetensors pad the header, so real checkpoints are aligned. */
-    if ((uintptr_t)t->data % et_dtype_size(t->dtype))
+    size_t align = et_dtype_is_float(t->dtype) ? et_dtype_size(t->dtype) : 2;
+    if ((uintptr_t)t->data % align)
         return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: tensor '%s' data is not aligned to %zu bytes",
-                          file, name, et_dtype_size(t->dtype));
+                          file, name, align);
     *out = t;
+    return EMBER_OK;
+}
+
+/* Converts a whole matrix to `target` (row by row through fp32). */
+static ember_status convert_matrix(loader *ld, const char *name, ek_matrix *m, et_dtype target)
+{
+    const ek_format *to = ek_format_of(target), *from = ek_format_of(m->dtype);
+    if (m->cols % to->block)
+        return ember_fail(EMBER_ERR_UNSUPPORTED,
+                          "tensor '%s': %lld columns are not a multiple of the %s block (%d)",
+                          name, (long long)m->cols, to->name, to->block);
+    size_t in_row = ek_row_bytes(m->dtype, m->cols), out_row = ek_row_bytes(target, m->cols);
+    char *dst = malloc((size_t)m->rows * out_row);
+    float *row = malloc((size_t)m->cols * sizeof *row);
+    if (!dst || !row) {
+        free(dst);
+        free(row);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "tensor '%s': out of memory converting to %s",
+                          name, to->name);
+    }
+    for (int64_t r = 0; r < m->rows; r++) {
+        from->to_f32((const char *)m->data + (size_t)r * in_row, row, m->cols);
+        to->from_f32(row, dst + (size_t)r * out_row, m->cols);
+    }
+    free(row);
+    ld->m->converted[ld->m->n_converted++] = dst;
+    m->dtype = target;
+    m->data = dst;
     return EMBER_OK;
 }
 
@@ -126,6 +156,8 @@ static ember_status bind_matrix(loader *ld, const char *name, int64_t rows, int6
     out->data = t->data;
     out->rows = rows;
     out->cols = cols;
+    if (ld->convert_to != ET_DTYPE_COUNT && ld->convert_to != t->dtype)
+        return convert_matrix(ld, name, out, ld->convert_to);
     return EMBER_OK;
 }
 
@@ -185,6 +217,19 @@ static ember_status bind_layer(loader *ld, int32_t i)
     return EMBER_OK;
 }
 
+static et_dtype weight_dtype(ember_type t)
+{
+    switch (t) {
+    case EMBER_TYPE_F32: return ET_F32;
+    case EMBER_TYPE_F16: return ET_F16;
+    case EMBER_TYPE_BF16: return ET_BF16;
+    case EMBER_TYPE_Q8_0: return ET_Q8_0;
+    case EMBER_TYPE_Q4_0: return ET_Q4_0;
+    case EMBER_TYPE_NONE: break;
+    }
+    return ET_DTYPE_COUNT;
+}
+
 ember_model_params ember_model_default_params(void)
 {
     ember_model_params p;
@@ -204,8 +249,11 @@ static ember_status load_into(ember_model *m, const char *dir)
     const spark_config *c = &m->cfg;
 
     m->vectors = malloc(vector_floats(c) * sizeof(float));
-    if (!m->vectors) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
-    loader ld = {m, m->vectors};
+    /* at most every layer matrix, the embedding and lm_head are converted */
+    m->converted = calloc(N_LAYER_TENSORS * (size_t)c->n_layers + 2, sizeof *m->converted);
+    if (!m->vectors || !m->converted)
+        return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
+    loader ld = {m, m->vectors, weight_dtype(m->params.weight_type)};
 
     if ((st = bind_matrix(&ld, "model.embedding.weight", c->vocab, c->hidden, &m->embed)) ||
         (st = bind_vector(&ld, "model.norm.weight", c->hidden, &m->final_norm)))
@@ -234,11 +282,17 @@ ember_status ember_model_load(const char *dir, const ember_model_params *params,
     ember_model *m = calloc(1, sizeof *m);
     if (!m) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
     m->params = params ? *params : ember_model_default_params();
-    if (m->params.gelu != EMBER_GELU_ERF && m->params.gelu != EMBER_GELU_TANH) {
-        int mode = (int)m->params.gelu;
+    const char *bad = NULL;
+    if (m->params.gelu != EMBER_GELU_ERF && m->params.gelu != EMBER_GELU_TANH) bad = "gelu mode";
+    else if ((unsigned)m->params.weight_type > EMBER_TYPE_Q4_0) bad = "weight_type";
+    else if (!(m->kernels = m->params.kernels ? ek_kernels_by_name(m->params.kernels)
+                                              : ek_kernels_best()))
+        bad = "kernel set (unknown, or this CPU cannot run it)";
+    if (bad) {
         free(m);
-        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_model_load: unknown gelu mode %d", mode);
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_model_load: invalid %s", bad);
     }
+    m->params.kernels = NULL; /* the caller's string need not outlive the call */
     ember_status st = load_into(m, dir);
     if (st) {
         ember_model_free(m);
@@ -252,6 +306,8 @@ void ember_model_free(ember_model *model)
 {
     if (!model) return;
     ck_close(model->ck);
+    for (size_t i = 0; i < model->n_converted; i++) free(model->converted[i]);
+    free(model->converted);
     free(model->vectors);
     free(model);
 }
@@ -261,4 +317,23 @@ int32_t ember_model_n_layers(const ember_model *model) { return model ? model->c
 int32_t ember_model_max_positions(const ember_model *model)
 {
     return model ? model->cfg.max_positions : 0;
+}
+
+const char *ember_model_kernels(const ember_model *model)
+{
+    return model ? model->kernels->name : "";
+}
+
+static size_t matrix_bytes(const ek_matrix *m) { return (size_t)m->rows * ek_row_bytes(m->dtype, m->cols); }
+
+size_t ember_model_weight_bytes(const ember_model *model)
+{
+    if (!model) return 0;
+    size_t total = matrix_bytes(&model->lm_head);
+    for (int32_t i = 0; i < model->cfg.n_layers; i++) {
+        const spark_layer *L = &model->layers[i];
+        const ek_matrix *ms[] = {&L->wq, &L->wk, &L->wv, &L->wg, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t k = 0; k < sizeof ms / sizeof *ms; k++) total += matrix_bytes(ms[k]);
+    }
+    return total;
 }

@@ -81,7 +81,7 @@ static void cached_attention(const history *h, int window, int chunk, float out[
     attn_shape shape = {HEADS, KV_HEADS, D, ROW, KV_ROW, ROW};
     for (int p0 = 0; p0 < HISTORY; p0 += chunk) {
         int n = HISTORY - p0 < chunk ? HISTORY - p0 : chunk;
-        attn_chunk(&L, &shape, p0, n, h->q[p0], h->k[p0], h->v[p0], out[p0], scores);
+        attn_chunk(&L, &shape, 0, HEADS, p0, n, h->q[p0], h->k[p0], h->v[p0], out[p0], scores);
         kv_store(&L, KV_HEADS, D, p0, n, h->k[p0], h->v[p0], KV_ROW);
     }
     free(L.k);

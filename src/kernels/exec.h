@@ -1,0 +1,22 @@
+/* Running a matrix product on a kernel set and a thread pool: activations are
+ * quantized when the weight format wants it, rows are split over workers. */
+#ifndef EMBER_KERNELS_EXEC_H
+#define EMBER_KERNELS_EXEC_H
+
+#include "base/pool.h"
+#include "kernels/matmul.h"
+
+typedef struct ek_exec {
+    const ek_kernel_set *kernels;
+    ember_pool *pool; /* NULL: single-threaded */
+} ek_exec;
+
+/* Scratch bytes ek_matmul needs for up to max_tokens rows of max_cols. */
+size_t ek_exec_qbuf_bytes(int max_tokens, int64_t max_cols);
+
+/* y[t][r] = x[t] . w[r] (+ bias[r]); x is n_tokens x w->cols fp32, y rows are
+ * y_stride floats apart. qbuf holds ek_exec_qbuf_bytes(n_tokens, w->cols). */
+void ek_matmul(const ek_exec *ex, float *y, int64_t y_stride, const float *x, int n_tokens,
+               const ek_matrix *w, const float *bias, void *qbuf);
+
+#endif

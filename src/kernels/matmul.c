@@ -1,0 +1,48 @@
+/* Kernel-set selection and the helpers shared by every set. */
+#include "kernels/matmul.h"
+
+#include <string.h>
+
+#include "kernels/cpu.h"
+#include "kernels/formats.h"
+
+ek_matrix ek_matrix_rows(const ek_matrix *w, int64_t first, int64_t n)
+{
+    ek_matrix m = *w;
+    m.data = (const char *)w->data + (size_t)first * ek_row_bytes(w->dtype, w->cols);
+    m.rows = n;
+    return m;
+}
+
+void ek_row_to_f32(float *out, const ek_matrix *w, int64_t r)
+{
+    const ek_format *f = ek_format_of(w->dtype);
+    f->to_f32((const char *)w->data + (size_t)r * ek_row_bytes(w->dtype, w->cols), out, w->cols);
+}
+
+/* The SIMD sets live in their own files, compiled for their instruction set;
+ * each returns NULL when the build has no such set (e.g. on ARM). */
+const ek_kernel_set *ek_kernels_avx2(void);
+const ek_kernel_set *ek_kernels_avx512(void);
+const ek_kernel_set *ek_kernels_neon(void);
+
+const ek_kernel_set *ek_kernels_by_name(const char *name)
+{
+    ek_cpu cpu = ek_cpu_detect();
+    if (!strcmp(name, "scalar")) return ek_kernels_scalar();
+    if (!strcmp(name, "avx2")) return cpu.avx2 && cpu.fma && cpu.f16c ? ek_kernels_avx2() : NULL;
+    if (!strcmp(name, "avx512"))
+        return cpu.avx512f && cpu.avx512bw && cpu.avx512vl ? ek_kernels_avx512() : NULL;
+    if (!strcmp(name, "neon")) return cpu.neon ? ek_kernels_neon() : NULL;
+    return NULL;
+}
+
+const ek_kernel_set *ek_kernels_best(void)
+{
+    static const char *const order[] = {"avx512", "avx2", "neon"};
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+        const ek_kernel_set *k = ek_kernels_by_name(order[i]);
+        if (k) return k;
+    }
+    return ek_kernels_scalar();
+}
