@@ -113,6 +113,7 @@ typedef struct ember_session_params {
     int32_t prefill_chunk; /* tokens per prefill step; default 64 */
     int32_t n_threads;     /* worker threads incl. the caller; 0 = one per
                               online CPU (default) */
+    ember_type kv_type;    /* KV cache format: F32 (default), F16 or Q8_0 */
 } ember_session_params;
 
 typedef struct ember_session ember_session;

@@ -2,11 +2,35 @@
 #ifndef EMBER_TOOLS_CLI_H
 #define EMBER_TOOLS_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ember.h"
+
 int cmd_generate(int argc, char **argv);
 int cmd_parity(int argc, char **argv);
+
+/* Options shared by the commands that run a model (cli_common.c). */
+enum {
+    CLI_OPT_DTYPE = 1000,
+    CLI_OPT_THREADS,
+    CLI_OPT_KERNELS,
+    CLI_OPT_GELU,
+    CLI_OPT_CHUNK,
+    CLI_OPT_KV_TYPE
+};
+#define CLI_COMMON_OPTIONS                                                                 \
+    {"dtype", required_argument, 0, CLI_OPT_DTYPE},                                       \
+        {"threads", required_argument, 0, CLI_OPT_THREADS},                               \
+        {"kernels", required_argument, 0, CLI_OPT_KERNELS},                               \
+        {"gelu", required_argument, 0, CLI_OPT_GELU},                                     \
+        {"chunk", required_argument, 0, CLI_OPT_CHUNK},                                   \
+        {"kv-type", required_argument, 0, CLI_OPT_KV_TYPE}
+extern const char cli_common_usage[];
+/* 1: handled, 0: not a common option, -1: bad value (message printed). */
+int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
+                      ember_session_params *sp);
 
 /* Parses "1,2,3" into a malloc'd array; returns 0 on success. */
 int cli_parse_ids(const char *text, int32_t **ids, size_t *n);

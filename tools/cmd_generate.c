@@ -11,8 +11,9 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ember generate -m DIR --ids 1,2,3 [-n 32] [--greedy] [--print-ids]\n"
-               "                      [--max-context N] [--chunk N] [--gelu erf|tanh]\n"
-               "  prints the generated token ids; timing goes to stderr\n");
+               "                      [--max-context N] [options]\n"
+               "  prints the generated token ids; timing goes to stderr\n%s",
+            cli_common_usage);
 }
 
 static double now_s(void)
@@ -28,8 +29,8 @@ int cmd_generate(int argc, char **argv)
         {"model", required_argument, 0, 'm'}, {"ids", required_argument, 0, 'i'},
         {"n", required_argument, 0, 'n'},     {"greedy", no_argument, 0, 'g'},
         {"print-ids", no_argument, 0, 'p'},   {"max-context", required_argument, 0, 'c'},
-        {"chunk", required_argument, 0, 'k'}, {"gelu", required_argument, 0, 'e'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'},        CLI_COMMON_OPTIONS,
+        {0, 0, 0, 0}};
     const char *dir = NULL, *ids_text = NULL;
     long n_gen = 32;
     int print_ids = 0, max_context_given = 0;
@@ -48,16 +49,13 @@ int cmd_generate(int argc, char **argv)
             sp.max_context = (int32_t)strtol(optarg, NULL, 10);
             max_context_given = 1;
             break;
-        case 'k': sp.prefill_chunk = (int32_t)strtol(optarg, NULL, 10); break;
-        case 'e':
-            if (!strcmp(optarg, "tanh")) mp.gelu = EMBER_GELU_TANH;
-            else if (strcmp(optarg, "erf")) {
-                fprintf(stderr, "ember generate: --gelu must be erf or tanh\n");
-                return 2;
-            }
-            break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: {
+            int r = cli_common_option(c, optarg, "generate", &mp, &sp);
+            if (r == 1) break;
+            if (r == 0) usage(stderr);
+            return 2;
+        }
         }
     }
     if (!dir || !ids_text || n_gen < 0 || n_gen > 1000000) {

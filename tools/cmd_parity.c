@@ -70,25 +70,27 @@ static row_stats compare_row(const float *ours, const float *ref, int32_t vocab)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: ember parity --model DIR --golden FILE [--json] [--chunk N] [--gelu erf|tanh]\n"
+            "usage: ember parity --model DIR --golden FILE [--json] [options]\n"
             "  thresholds (exit 1 when missed):\n"
             "    --min-snr DB            every position's SNR\n"
             "    --min-aggregate DB      all positions' signal over all positions' noise\n"
             "    --max-below-floor DB    SNR at most DB under the golden's fp32-vs-fp64 floor\n"
             "    --min-top1 FRACTION     top-1 agreement\n"
-            "    --min-greedy FRACTION   greedy matches (misses at near-ties excused)\n");
+            "    --min-greedy FRACTION   greedy matches (misses at near-ties excused)\n"
+            "  options:\n%s",
+            cli_common_usage);
 }
 
 int cmd_parity(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},        {"golden", required_argument, 0, 'g'},
-        {"json", no_argument, 0, 'j'},               {"chunk", required_argument, 0, 'k'},
-        {"gelu", required_argument, 0, 'e'},         {"min-snr", required_argument, 0, 's'},
+        {"json", no_argument, 0, 'j'},               {"min-snr", required_argument, 0, 's'},
         {"min-aggregate", required_argument, 0, 'a'},
         {"max-below-floor", required_argument, 0, 'f'},
         {"min-top1", required_argument, 0, 't'},     {"min-greedy", required_argument, 0, 'r'},
-        {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'},               CLI_COMMON_OPTIONS,
+        {0, 0, 0, 0}};
     const char *dir = NULL, *golden_path = NULL;
     int json = 0, c;
     double min_snr = -INFINITY, min_agg = -INFINITY, max_below = INFINITY;
@@ -101,15 +103,18 @@ int cmd_parity(int argc, char **argv)
         case 'm': dir = optarg; break;
         case 'g': golden_path = optarg; break;
         case 'j': json = 1; break;
-        case 'k': sp.prefill_chunk = (int32_t)atoi(optarg); break;
-        case 'e': mp.gelu = strcmp(optarg, "tanh") ? EMBER_GELU_ERF : EMBER_GELU_TANH; break;
         case 's': min_snr = atof(optarg); break;
         case 'a': min_agg = atof(optarg); break;
         case 'f': max_below = atof(optarg); break;
         case 't': min_top1 = atof(optarg); break;
         case 'r': min_greedy = atof(optarg); break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: {
+            int r = cli_common_option(c, optarg, "parity", &mp, &sp);
+            if (r == 1) break;
+            if (r == 0) usage(stderr);
+            return 2;
+        }
         }
     }
     if (!dir || !golden_path) {

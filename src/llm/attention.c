@@ -27,6 +27,7 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t h0, int32_t h1, 
     const int32_t d = s->head_dim;
     const int32_t group = s->n_heads / s->n_kv_heads;
     const float scale = 1.0f / sqrtf((float)d);
+    float *tmp = scores + L->capacity + n; /* one converted cache row */
 
     for (int32_t t = 0; t < n; t++) {
         const int64_t pos = p0 + t;
@@ -42,12 +43,10 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t h0, int32_t h1, 
         for (int32_t h = h0; h < h1; h++) {
             const int32_t g = h / group;
             const float *qh = q + t * s->q_stride + (int64_t)h * d;
-            const float *kc = L->k + (size_t)g * (size_t)L->capacity * (size_t)d;
-            const float *vc = L->v + (size_t)g * (size_t)L->capacity * (size_t)d;
             float *o = out + t * s->out_stride + (int64_t)h * d;
 
             for (int32_t j = 0; j < n_cache; j++)
-                scores[j] = dot(qh, kc + (size_t)kv_slot(L, cache_lo + j) * (size_t)d, d) * scale;
+                scores[j] = dot(qh, kv_row(L, L->k, d, g, kv_slot(L, cache_lo + j), tmp), d) * scale;
             for (int32_t j = 0; j < n_new; j++) {
                 const float *kn = k_new + (new_lo - p0 + j) * s->kv_stride + (int64_t)g * d;
                 scores[n_cache + j] = dot(qh, kn, d) * scale;
@@ -56,7 +55,7 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t h0, int32_t h1, 
 
             memset(o, 0, (size_t)d * sizeof(float));
             for (int32_t j = 0; j < n_cache; j++)
-                axpy(o, scores[j], vc + (size_t)kv_slot(L, cache_lo + j) * (size_t)d, d);
+                axpy(o, scores[j], kv_row(L, L->v, d, g, kv_slot(L, cache_lo + j), tmp), d);
             for (int32_t j = 0; j < n_new; j++)
                 axpy(o, scores[n_cache + j],
                      v_new + (new_lo - p0 + j) * s->kv_stride + (int64_t)g * d, d);

@@ -19,7 +19,7 @@ typedef struct attn_shape {
 /* Queries are n tokens at positions p0..p0+n-1 (already rotated), q row t is
  * n_heads x head_dim; k_new/v_new rows are n_kv_heads x head_dim. The cache
  * holds positions < p0. out row t receives n_heads x head_dim. `scores` must
- * hold L->capacity + n floats. Query head h uses kv head h / (heads/kv_heads):
+ * hold L->capacity + n + head_dim floats. Query head h uses kv head h / (heads/kv_heads):
  * the group of queries sharing a kv head is scored against the same K rows.
  * Only query heads [h0, h1) are computed (threads split the heads). */
 void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t h0, int32_t h1, int64_t p0,

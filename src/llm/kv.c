@@ -4,14 +4,23 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "kernels/formats.h"
 
-ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_context)
+ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_context,
+                           et_dtype type)
 {
     memset(kv, 0, sizeof *kv);
+    if (type != ET_F32 && type != ET_F16 && type != ET_Q8_0)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "KV cache: format %s is not supported",
+                          et_dtype_name(type));
+    if (c->head_dim % ek_format_of(type)->block)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "KV cache: head_dim %d is not a multiple of %d",
+                          c->head_dim, ek_format_of(type)->block);
+    const size_t row_bytes = ek_row_bytes(type, c->head_dim);
     kv->n_layers = c->n_layers;
     kv->kv_heads = c->n_kv_heads;
     kv->head_dim = c->head_dim;
-    size_t per_slot = (size_t)c->n_kv_heads * (size_t)c->head_dim; /* floats, K or V */
+    const size_t per_slot = (size_t)c->n_kv_heads * row_bytes; /* bytes, K or V */
     size_t total = 0;
     for (int32_t i = 0; i < c->n_layers; i++) {
         kv_layer *L = &kv->layers[i];
@@ -25,13 +34,15 @@ ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_cont
         }
         total += 2 * per_slot * (size_t)L->capacity;
     }
-    kv->bytes = total * sizeof(float);
+    kv->bytes = total;
     kv->block = malloc(kv->bytes ? kv->bytes : 1);
     if (!kv->block)
         return ember_fail(EMBER_ERR_NO_MEMORY, "KV cache: cannot allocate %zu bytes", kv->bytes);
-    float *p = kv->block;
+    char *p = kv->block;
     for (int32_t i = 0; i < c->n_layers; i++) {
         kv_layer *L = &kv->layers[i];
+        L->type = type;
+        L->row_bytes = row_bytes;
         L->k = p;
         p += per_slot * (size_t)L->capacity;
         L->v = p;
@@ -46,17 +57,26 @@ void kv_cache_free(kv_cache *kv)
     memset(kv, 0, sizeof *kv);
 }
 
+const float *kv_row(const kv_layer *L, const void *base, int32_t head_dim, int32_t g, int32_t slot,
+                    float *tmp)
+{
+    const char *row = (const char *)base + ((size_t)g * (size_t)L->capacity + (size_t)slot) * L->row_bytes;
+    if (L->type == ET_F32) return (const float *)row;
+    ek_format_of(L->type)->to_f32(row, tmp, head_dim);
+    return tmp;
+}
+
 void kv_store(kv_layer *L, int32_t kv_heads, int32_t head_dim, int64_t p0, int32_t n,
               const float *k_new, const float *v_new, int64_t stride)
 {
     int32_t first = L->window && n > L->capacity ? n - L->capacity : 0;
-    size_t d = (size_t)head_dim;
+    const ek_format *f = ek_format_of(L->type);
     for (int32_t t = first; t < n; t++) {
         int32_t slot = kv_slot(L, p0 + t);
         for (int32_t g = 0; g < kv_heads; g++) {
-            size_t dst = ((size_t)g * (size_t)L->capacity + (size_t)slot) * d;
-            memcpy(L->k + dst, k_new + t * stride + (int64_t)g * head_dim, d * sizeof(float));
-            memcpy(L->v + dst, v_new + t * stride + (int64_t)g * head_dim, d * sizeof(float));
+            size_t dst = ((size_t)g * (size_t)L->capacity + (size_t)slot) * L->row_bytes;
+            f->from_f32(k_new + t * stride + (int64_t)g * head_dim, (char *)L->k + dst, head_dim);
+            f->from_f32(v_new + t * stride + (int64_t)g * head_dim, (char *)L->v + dst, head_dim);
         }
     }
 }

@@ -13,24 +13,29 @@
 #include <stdint.h>
 
 #include "ember.h"
+#include "io/tensor.h"
 #include "llm/spark_config.h"
 
 typedef struct kv_layer {
     int32_t capacity; /* slots per kv head */
     int32_t window;   /* sliding window (counts the query itself); 0 = full */
-    float *k, *v;     /* [kv_heads][capacity][head_dim] */
+    et_dtype type;    /* ET_F32, ET_F16 or ET_Q8_0 */
+    size_t row_bytes; /* one head_dim row in `type` */
+    void *k, *v;      /* [kv_heads][capacity] rows */
 } kv_layer;
 
 typedef struct kv_cache {
     int32_t n_layers, kv_heads, head_dim;
     kv_layer layers[SPARK_MAX_LAYERS];
-    float *block; /* one allocation holds every layer's K and V */
+    void *block; /* one allocation holds every layer's K and V */
     size_t bytes;
 } kv_cache;
 
 /* Sizes every layer for max_context tokens: full layers get max_context
- * slots, sliding layers min(window-1, max_context). */
-ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_context);
+ * slots, sliding layers min(window-1, max_context). type: ET_F32, ET_F16 or
+ * ET_Q8_0 (head_dim a multiple of 32). */
+ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_context,
+                           et_dtype type);
 void kv_cache_free(kv_cache *kv);
 
 /* The slot of absolute position pos in layer L. */
@@ -38,6 +43,11 @@ static inline int32_t kv_slot(const kv_layer *L, int64_t pos)
 {
     return (int32_t)(L->window ? pos % L->capacity : pos);
 }
+
+/* The row of kv head g in slot `slot` of K (or V) as fp32: a pointer into
+ * the cache for f32, else converted into tmp (head_dim floats). */
+const float *kv_row(const kv_layer *L, const void *base, int32_t head_dim, int32_t g, int32_t slot,
+                    float *tmp);
 
 /* Writes the keys/values of n tokens at positions p0.. into their slots.
  * Rows of k_new/v_new are kv_heads*head_dim floats apart by `stride`. Only

@@ -36,6 +36,11 @@ struct ember_session {
     float *scratch;
 };
 
+static et_dtype kv_dtype(ember_type t)
+{
+    return t == EMBER_TYPE_F16 ? ET_F16 : t == EMBER_TYPE_Q8_0 ? ET_Q8_0 : t == EMBER_TYPE_F32 ? ET_F32 : ET_DTYPE_COUNT;
+}
+
 ember_session_params ember_session_default_params(void)
 {
     ember_session_params p;
@@ -43,6 +48,7 @@ ember_session_params ember_session_default_params(void)
     p.max_context = 4096;
     p.prefill_chunk = 64;
     p.n_threads = 0;
+    p.kv_type = EMBER_TYPE_F32;
     return p;
 }
 
@@ -64,7 +70,7 @@ static ember_status alloc_scratch(ember_session *s)
     if ((size_t)c->intermediate > max_cols) max_cols = (size_t)c->intermediate;
     size_t qbuf_floats = (ek_exec_qbuf_bytes((int)n, (int64_t)max_cols) + sizeof(float) - 1) /
                          sizeof(float);
-    s->scores_stride = (max_cap + n + 15) & ~(size_t)15;
+    s->scores_stride = (max_cap + n + (size_t)c->head_dim + 15) & ~(size_t)15;
     size_t sizes[] = {n * (size_t)c->hidden, n * (size_t)c->hidden, n * qkv_dim,
                       n * (size_t)c->n_heads, n * q_dim, n * (size_t)c->intermediate,
                       n * (size_t)c->intermediate,
@@ -122,7 +128,7 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
     s->p = p;
     s->exec.kernels = model->kernels;
     ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
-    if (!st) st = kv_cache_init(&s->kv, &model->cfg, p.max_context);
+    if (!st) st = kv_cache_init(&s->kv, &model->cfg, p.max_context, kv_dtype(p.kv_type));
     if (!st) st = alloc_scratch(s);
     if (st) {
         ember_session_free(s);

@@ -13,6 +13,24 @@ for chunk in 1 7 16; do
     --min-aggregate 120 --max-below-floor 6 --min-top1 1 --min-greedy 1
 done
 
+# Converted at load: q8_0 weights (activations quantized on the fly) and an
+# f16 KV cache still track the reference.
+expect_ok parity_committed_tiny_q8_0 \
+  "$EMBER" parity --model models/tiny --golden "$golden" --dtype q8_0 --min-aggregate 30 --min-top1 0.9
+expect_ok parity_committed_tiny_kv_f16 \
+  "$EMBER" parity --model models/tiny --golden "$golden" --kv-type f16 --min-aggregate 60 --min-top1 1
+# Every kernel set this CPU runs meets the fp32 bars on its own.
+for k in scalar avx2 avx512 neon; do
+  if "$EMBER" parity --model models/tiny --golden "$golden" --kernels "$k" 2>&1 >/dev/null |
+     grep -q "kernel set"; then
+    echo "SKIP parity_committed_tiny_kernels_$k: this CPU cannot run it"
+  else
+    expect_ok "parity_committed_tiny_kernels_$k" \
+      "$EMBER" parity --model models/tiny --golden "$golden" --kernels "$k" \
+      --min-aggregate 120 --max-below-floor 6 --min-top1 1 --min-greedy 1
+  fi
+done
+
 # `ember generate` reproduces the reference's greedy ids.
 want=$(json_ids "$golden" greedy_ids)
 got=$("$EMBER" generate -m models/tiny --ids "$(json_ids "$golden" prompt_ids)" -n 32 --greedy --print-ids 2>/dev/null)

@@ -32,4 +32,29 @@ for v in "${variants[@]}"; do
   expect_ok "parity_live_$name" "$EMBER" parity --model "$dir" --golden "$dir.json" $ember_flags \
     --min-aggregate 120 --max-below-floor 6 --min-top1 1 --min-greedy 1
 done
+# Weight formats converted at load and KV cache formats, on an f32 untied
+# model, against the reference run on the original f32 weights. Bars from the
+# issue: f16 >= 60 dB, bf16 >= 45 dB, q8_0 >= 30 dB with >= 90% top-1; q4_0
+# is reported (run, no bar).
+dir="$tmp/f32_untied"
+$PY reference/make_checkpoint.py --preset tiny --out "$dir" --dtype f32 --untied --seed 11 >/dev/null &&
+  $PY reference/golden.py --model "$dir" --out "$dir.json" 2>/dev/null
+formats=(
+  "dtype_f16|--dtype f16|--min-aggregate 60 --min-top1 0.9"
+  "dtype_bf16|--dtype bf16|--min-aggregate 45 --min-top1 0.9"
+  "dtype_q8_0|--dtype q8_0|--min-aggregate 30 --min-top1 0.9"
+  "dtype_q4_0|--dtype q4_0|"
+  "kv_f16|--kv-type f16|--min-aggregate 60 --min-top1 0.9"
+  "kv_q8_0|--kv-type q8_0|--min-aggregate 35 --min-top1 0.9"
+)
+for f in "${formats[@]}"; do
+  IFS='|' read -r name flags bars <<<"$f"
+  # shellcheck disable=SC2086
+  if out=$("$EMBER" parity --model "$dir" --golden "$dir.json" --json $flags $bars 2>&1); then
+    pass "parity_live_$name"
+    grep -o '"snr_db_aggregate": [0-9.-]*, "top1_agree": [0-9.]*' <<<"$out" | sed "s/^/     $name /"
+  else
+    fail "parity_live_$name" "$(tail -3 <<<"$out")"
+  fi
+done
 exit $e2e_failed

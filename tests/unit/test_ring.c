@@ -75,9 +75,11 @@ static void cached_attention(const history *h, int window, int chunk, float out[
     kv_layer L;
     L.window = window;
     L.capacity = window ? window - 1 : HISTORY;
+    L.type = ET_F32;
+    L.row_bytes = D * sizeof(float);
     L.k = calloc((size_t)KV_HEADS * (size_t)L.capacity * D, sizeof(float));
     L.v = calloc((size_t)KV_HEADS * (size_t)L.capacity * D, sizeof(float));
-    float *scores = malloc((size_t)(L.capacity + chunk) * sizeof(float));
+    float *scores = malloc((size_t)(L.capacity + chunk + D) * sizeof(float));
     attn_shape shape = {HEADS, KV_HEADS, D, ROW, KV_ROW, ROW};
     for (int p0 = 0; p0 < HISTORY; p0 += chunk) {
         int n = HISTORY - p0 < chunk ? HISTORY - p0 : chunk;
@@ -133,14 +135,14 @@ static void linear_cache_matches_full_history(void) { check_against_naive(0); }
  * window-1 keys, each in slot position mod (window-1). */
 static void ring_holds_last_window_minus_one_keys(void)
 {
-    kv_layer L = {WINDOW - 1, WINDOW, NULL, NULL};
+    kv_layer L = {WINDOW - 1, WINDOW, ET_F32, D * sizeof(float), NULL, NULL};
     L.k = calloc((size_t)KV_HEADS * (WINDOW - 1) * D, sizeof(float));
     L.v = calloc((size_t)KV_HEADS * (WINDOW - 1) * D, sizeof(float));
     make_history(&hist, 99);
     kv_store(&L, KV_HEADS, D, 0, HISTORY, hist.k[0], hist.v[0], KV_ROW);
     for (int p = HISTORY - (WINDOW - 1); p < HISTORY; p++)
         for (int g = 0; g < KV_HEADS; g++) {
-            const float *slot = L.k + ((size_t)g * (WINDOW - 1) + (size_t)(p % (WINDOW - 1))) * D;
+            const float *slot = (const float *)L.k + ((size_t)g * (WINDOW - 1) + (size_t)(p % (WINDOW - 1))) * D;
             CHECK_MSG(memcmp(slot, &hist.k[p][g * D], D * sizeof(float)) == 0,
                       "position %d head %d not in its slot", p, g);
         }

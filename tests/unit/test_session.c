@@ -152,19 +152,31 @@ static void hybrid_cache_bytes_match_layer_types(void)
     ember_model *m = load();
     REQUIRE(m);
     static const int contexts[] = {64, 100, 1000, 4096};
-    for (size_t i = 0; i < sizeof contexts / sizeof *contexts; i++) {
-        int ctx = contexts[i];
-        ember_session_params sp = ember_session_default_params();
-        sp.max_context = ctx;
-        ember_session *s = NULL;
-        REQUIRE(ember_session_create(m, &sp, &s) == EMBER_OK);
-        /* (sliding x (window-1) + full x C) x kv_heads x head_dim x (K and V) x fp32 */
-        size_t want = ((size_t)sliding * (size_t)(window - 1) + (size_t)full * (size_t)ctx) *
-                      (size_t)kv_heads * (size_t)head_dim * 2 * sizeof(float);
-        CHECK_MSG(ember_session_cache_bytes(s) == want, "context %d: %zu bytes, expected %zu",
-                  ctx, ember_session_cache_bytes(s), want);
-        ember_session_free(s);
-    }
+    /* bytes per head_dim row: fp32, f16, and q8_0 (34-byte blocks of 32) */
+    static const struct {
+        ember_type type;
+        size_t row_bytes_per_32;
+    } formats[] = {{EMBER_TYPE_F32, 128}, {EMBER_TYPE_F16, 64}, {EMBER_TYPE_Q8_0, 34}};
+    for (size_t f = 0; f < 3; f++)
+        for (size_t i = 0; i < sizeof contexts / sizeof *contexts; i++) {
+            int ctx = contexts[i];
+            ember_session_params sp = ember_session_default_params();
+            sp.max_context = ctx;
+            sp.kv_type = formats[f].type;
+            ember_session *s = NULL;
+            REQUIRE(ember_session_create(m, &sp, &s) == EMBER_OK);
+            /* (sliding x (window-1) + full x C) x kv_heads x head_dim x (K and V) x bytes */
+            size_t want = ((size_t)sliding * (size_t)(window - 1) + (size_t)full * (size_t)ctx) *
+                          (size_t)kv_heads * ((size_t)head_dim / 32 * formats[f].row_bytes_per_32) * 2;
+            CHECK_MSG(ember_session_cache_bytes(s) == want,
+                      "format %zu context %d: %zu bytes, expected %zu", f, ctx,
+                      ember_session_cache_bytes(s), want);
+            ember_session_free(s);
+        }
+    ember_session_params sp = ember_session_default_params();
+    ember_session *s = NULL;
+    sp.kv_type = EMBER_TYPE_Q4_0;
+    CHECK(ember_session_create(m, &sp, &s) == EMBER_ERR_INVALID_ARG && s == NULL);
     ember_model_free(m);
 }
 

@@ -1,0 +1,67 @@
+/* Options every model-running command takes: weight format, threads,
+ * kernel set, GELU form, prefill chunk, KV cache format. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cli_common_usage[] =
+    "  --dtype f32|f16|bf16|q8_0|q4_0   convert the weights at load (default: as stored)\n"
+    "  --threads N                      worker threads (default: one per CPU)\n"
+    "  --kernels scalar|avx2|avx512|neon  force a kernel set (default: the best this CPU runs)\n"
+    "  --gelu erf|tanh                  MLP GELU form (default erf, the model's own)\n"
+    "  --chunk N                        prefill chunk in tokens (default 64)\n"
+    "  --kv-type f32|f16|q8_0           KV cache format (default f32)\n";
+
+static int parse_type(const char *arg, ember_type *out)
+{
+    static const struct {
+        const char *name;
+        ember_type type;
+    } types[] = {{"f32", EMBER_TYPE_F32},   {"f16", EMBER_TYPE_F16},   {"bf16", EMBER_TYPE_BF16},
+                 {"q8_0", EMBER_TYPE_Q8_0}, {"q4_0", EMBER_TYPE_Q4_0}};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (!strcmp(arg, types[i].name)) {
+            *out = types[i].type;
+            return 0;
+        }
+    return -1;
+}
+
+static int parse_int(const char *arg, long lo, long hi, int32_t *out)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || v < lo || v > hi) return -1;
+    *out = (int32_t)v;
+    return 0;
+}
+
+int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
+                      ember_session_params *sp)
+{
+    int bad = 0;
+    switch (c) {
+    case CLI_OPT_DTYPE: bad = parse_type(arg, &mp->weight_type); break;
+    case CLI_OPT_THREADS: bad = parse_int(arg, 1, 1024, &sp->n_threads); break;
+    case CLI_OPT_KERNELS: mp->kernels = arg; break;
+    case CLI_OPT_GELU:
+        if (!strcmp(arg, "erf")) mp->gelu = EMBER_GELU_ERF;
+        else if (!strcmp(arg, "tanh")) mp->gelu = EMBER_GELU_TANH;
+        else bad = 1;
+        break;
+    case CLI_OPT_CHUNK: bad = parse_int(arg, 1, 65536, &sp->prefill_chunk); break;
+    case CLI_OPT_KV_TYPE:
+        bad = parse_type(arg, &sp->kv_type) || sp->kv_type == EMBER_TYPE_BF16 ||
+              sp->kv_type == EMBER_TYPE_Q4_0;
+        break;
+    default: return 0;
+    }
+    if (bad) {
+        fprintf(stderr, "ember %s: bad value '%s' for an option; the options are:\n%s", cmd, arg,
+                cli_common_usage);
+        return -1;
+    }
+    return 1;
+}
