@@ -85,6 +85,8 @@ typedef struct ember_model_params {
     const char *kernels;    /* NULL: the fastest set this CPU runs; or "scalar",
                                "avx2", "avx512", "neon" (an error if the CPU
                                cannot run it) */
+    int all_full_attention; /* benchmarking only: run every layer as full
+                               attention (the flat-cache baseline) */
 } ember_model_params;
 
 typedef struct ember_model ember_model;
@@ -146,6 +148,16 @@ void ember_session_reset(ember_session *session);
 
 /* Bytes allocated for the KV caches of this session. */
 size_t ember_session_cache_bytes(const ember_session *session);
+
+/* Bytes of KV cache a decode step at the current position reads (every
+ * visible cached key and value of every layer). */
+size_t ember_session_cache_read_bytes(const ember_session *session);
+
+/* Benchmarking only: pretends the session already holds n_tokens tokens by
+ * filling the caches with deterministic pseudo-random keys and values, so a
+ * decode at a long context can be timed without prefilling it first (decode
+ * cost does not depend on what the cache holds). Logits are cleared. */
+ember_status ember_session_bench_fill(ember_session *session, int32_t n_tokens);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,8 @@ static void usage(FILE *f)
             "            run a prompt of token ids and generate greedily\n"
             "  parity    --model DIR --golden FILE [--json] [thresholds]\n"
             "            compare logits with a golden file from reference/golden.py\n"
+            "  bench llm -m DIR [--ctx 0,4096] [--prompt 512] [--gen 64] [--json]\n"
+            "            prefill/decode speed, bytes per token, roofline fraction, RSS\n"
             "run 'ember <command> --help' for the options of one command\n");
 }
 
@@ -68,6 +70,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "generate")) return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(argv[1], "parity")) return cmd_parity(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

@@ -311,3 +311,40 @@ void ember_session_reset(ember_session *s)
 }
 
 size_t ember_session_cache_bytes(const ember_session *s) { return s ? s->kv.bytes : 0; }
+
+size_t ember_session_cache_read_bytes(const ember_session *s)
+{
+    if (!s) return 0;
+    size_t total = 0;
+    for (int32_t i = 0; i < s->kv.n_layers; i++) {
+        const kv_layer *L = &s->kv.layers[i];
+        int64_t visible = L->window && s->pos > L->capacity ? L->capacity : s->pos;
+        total += 2 * (size_t)visible * (size_t)s->kv.kv_heads * L->row_bytes;
+    }
+    return total;
+}
+
+ember_status ember_session_bench_fill(ember_session *s, int32_t n_tokens)
+{
+    if (!s || n_tokens < 0 || n_tokens > s->p.max_context)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "bench_fill: %d tokens do not fit max_context",
+                          n_tokens);
+    /* Rows of unit-scale values, written through the cache's own format so
+     * a quantized cache holds valid blocks. */
+    const int32_t d = s->kv.head_dim, kv = s->kv.kv_heads;
+    float *row = s->qkv; /* scratch that holds at least kv_heads x head_dim */
+    uint32_t state = 12345u;
+    for (int32_t t = 0; t < (int32_t)((size_t)kv * d); t++) {
+        state = state * 1664525u + 1013904223u;
+        row[t] = (float)((state >> 9) & 0xffff) / 32768.0f - 1.0f;
+    }
+    for (int32_t li = 0; li < s->kv.n_layers; li++) {
+        kv_layer *L = &s->kv.layers[li];
+        int64_t first = L->window && n_tokens > L->capacity ? n_tokens - L->capacity : 0;
+        for (int64_t p = first; p < n_tokens; p++)
+            kv_store(L, kv, d, p, 1, row, row, 0);
+    }
+    s->pos = n_tokens;
+    s->has_logits = 0;
+    return EMBER_OK;
+}

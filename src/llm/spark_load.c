@@ -246,6 +246,8 @@ static ember_status load_into(ember_model *m, const char *dir)
     snprintf(label, sizeof label, "%s/config.json", dir);
     if ((st = spark_config_parse(ck_config_json(m->ck), ck_config_len(m->ck), label, &m->cfg)))
         return st;
+    if (m->params.all_full_attention)
+        memset(m->cfg.layer_type, SPARK_FULL, (size_t)m->cfg.n_layers);
     const spark_config *c = &m->cfg;
 
     m->vectors = malloc(vector_floats(c) * sizeof(float));

@@ -1,0 +1,282 @@
+/* `ember bench llm`: prefill and decode speed per context length, with the
+ * bytes a decoded token reads, this machine's read bandwidth measured in the
+ * same run, the fraction of that roofline, KV bytes and peak RSS.
+ *
+ * Long contexts are reached with ember_session_bench_fill (the cache is
+ * filled with synthetic keys and values) rather than by prefilling them:
+ * what a decode step costs depends on how much cache it reads, not on what
+ * the cache holds. Times are medians over --reps runs. */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ember.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- read bandwidth: every thread sums its own part of one buffer ---- */
+
+typedef struct bw_part {
+    const uint64_t *p;
+    size_t n;
+    uint64_t sum;
+} bw_part;
+
+static void *bw_read(void *arg)
+{
+    bw_part *b = arg;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i + 4 <= b->n; i += 4) {
+        s0 += b->p[i];
+        s1 += b->p[i + 1];
+        s2 += b->p[i + 2];
+        s3 += b->p[i + 3];
+    }
+    b->sum = s0 + s1 + s2 + s3;
+    return NULL;
+}
+
+/* GB/s (1e9 bytes) reading `bytes` with n_threads threads, median of 5. */
+static double read_bandwidth(size_t bytes, int n_threads)
+{
+    size_t words = bytes / sizeof(uint64_t);
+    uint64_t *buf = malloc(words * sizeof *buf);
+    double runs[5];
+    if (!buf) return 0.0;
+    for (size_t i = 0; i < words; i++) buf[i] = i; /* touch every page */
+    pthread_t th[64];
+    bw_part parts[64];
+    if (n_threads > 64) n_threads = 64;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < n_threads; i++) {
+            parts[i].p = buf + words / (size_t)n_threads * (size_t)i;
+            parts[i].n = words / (size_t)n_threads;
+            if (i) pthread_create(&th[i], NULL, bw_read, &parts[i]);
+        }
+        bw_read(&parts[0]);
+        for (int i = 1; i < n_threads; i++) pthread_join(th[i], NULL);
+        runs[r] = (double)(words / (size_t)n_threads * (size_t)n_threads * sizeof(uint64_t)) /
+                  (now_s() - t0) / 1e9;
+    }
+    free(buf);
+    return median(runs, 5);
+}
+
+/* ---- resident memory -------------------------------------------------- */
+
+typedef struct rss {
+    size_t anon, file;
+} rss;
+
+static rss rss_now(void)
+{
+    rss r = {0, 0};
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    if (!f) return r;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long kb;
+        if (sscanf(line, "RssAnon: %lu kB", &kb) == 1) r.anon = (size_t)kb * 1024;
+        if (sscanf(line, "RssFile: %lu kB", &kb) == 1) r.file = (size_t)kb * 1024;
+    }
+    fclose(f);
+    return r;
+}
+
+static void rss_peak(rss *peak)
+{
+    rss r = rss_now();
+    if (r.anon > peak->anon) peak->anon = r.anon;
+    if (r.file > peak->file) peak->file = r.file;
+}
+
+/* ---- the benchmark ------------------------------------------------------ */
+
+typedef struct result {
+    int32_t ctx;
+    double prefill_tok_s, decode_tok_s, bytes_per_token, roofline;
+    size_t kv_bytes;
+    rss peak;
+} result;
+
+static const char *type_name(ember_type t)
+{
+    static const char *const names[] = {"as stored", "f32", "f16", "bf16", "q8_0", "q4_0"};
+    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ember bench llm -m MODEL [--ctx 0,4096,32768] [--prompt 512] [--gen 64]\n"
+            "                       [--reps 3] [--all-full] [--json] [options]\n"
+            "  options:\n%s",
+            cli_common_usage);
+}
+
+static int run_context(ember_model *model, const ember_session_params *base, int32_t ctx,
+                       const int32_t *prompt, int n_prompt, int n_gen, int reps, double bw,
+                       result *out)
+{
+    ember_session_params sp = *base;
+    sp.max_context = ctx + n_prompt + n_gen;
+    ember_session *s = NULL;
+    double pre[16], dec[16];
+    memset(out, 0, sizeof *out);
+    out->ctx = ctx;
+    if (ember_session_create(model, &sp, &s) != EMBER_OK) return -1;
+    out->kv_bytes = ember_session_cache_bytes(s);
+    size_t kv_read = 0;
+    for (int r = 0; r < reps; r++) {
+        if (ember_session_bench_fill(s, ctx) != EMBER_OK) goto fail;
+        double t0 = now_s();
+        if (n_prompt && ember_session_prefill(s, prompt, (size_t)n_prompt) != EMBER_OK) goto fail;
+        double t1 = now_s();
+        /* decode at (about) the requested context: restart from ctx */
+        if (ember_session_bench_fill(s, ctx) != EMBER_OK) goto fail;
+        int32_t tok = prompt[0];
+        if (ember_session_decode(s, tok) != EMBER_OK) goto fail; /* warm-up step */
+        kv_read = ember_session_cache_read_bytes(s);
+        double t2 = now_s();
+        for (int i = 0; i < n_gen; i++) {
+            tok = (tok * 31 + 7) % ember_model_vocab_size(model);
+            if (ember_session_decode(s, tok) != EMBER_OK) goto fail;
+        }
+        double t3 = now_s();
+        pre[r] = n_prompt ? n_prompt / (t1 - t0) : 0.0;
+        dec[r] = n_gen / (t3 - t2);
+        rss_peak(&out->peak);
+    }
+    out->prefill_tok_s = median(pre, reps);
+    out->decode_tok_s = median(dec, reps);
+    /* a decode step reads every weight matrix once, one embedding row, and
+     * the cache it attends over (taken mid-run) */
+    out->bytes_per_token = (double)ember_model_weight_bytes(model) + (double)kv_read;
+    out->roofline = bw > 0 ? out->decode_tok_s * out->bytes_per_token / (bw * 1e9) : 0.0;
+    ember_session_free(s);
+    return 0;
+fail:
+    ember_session_free(s);
+    return -1;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "llm")) {
+        usage(stderr);
+        return 2;
+    }
+    argc--;
+    argv++;
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},   {"ctx", required_argument, 0, 'c'},
+        {"prompt", required_argument, 0, 'p'},  {"gen", required_argument, 0, 'g'},
+        {"reps", required_argument, 0, 'r'},    {"all-full", no_argument, 0, 'a'},
+        {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
+        CLI_COMMON_OPTIONS,                     {0, 0, 0, 0}};
+    const char *dir = NULL, *ctx_text = "0";
+    int n_prompt = 512, n_gen = 64, reps = 3, json = 0, c;
+    ember_model_params mp = ember_model_default_params();
+    ember_session_params sp = ember_session_default_params();
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': dir = optarg; break;
+        case 'c': ctx_text = optarg; break;
+        case 'p': n_prompt = atoi(optarg); break;
+        case 'g': n_gen = atoi(optarg); break;
+        case 'r': reps = atoi(optarg); break;
+        case 'a': mp.all_full_attention = 1; break;
+        case 'j': json = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: {
+            int r = cli_common_option(c, optarg, "bench", &mp, &sp);
+            if (r == 1) break;
+            if (r == 0) usage(stderr);
+            return 2;
+        }
+        }
+    }
+    int32_t *ctxs = NULL;
+    size_t n_ctx = 0;
+    if (!dir || n_prompt < 0 || n_gen < 1 || reps < 1 || reps > 16 ||
+        cli_parse_ids(ctx_text, &ctxs, &n_ctx)) {
+        usage(stderr);
+        return 2;
+    }
+    int rc = 1;
+    ember_model *model = NULL;
+    int32_t *prompt = calloc((size_t)n_prompt + 1, sizeof *prompt);
+    result *res = calloc(n_ctx, sizeof *res);
+    double t0 = now_s();
+    if (!prompt || !res) goto done;
+    if (ember_model_load(dir, &mp, &model) != EMBER_OK) {
+        fprintf(stderr, "ember bench: %s\n", ember_last_error());
+        goto done;
+    }
+    double load_s = now_s() - t0;
+    for (int i = 0; i <= n_prompt; i++) prompt[i] = (i * 7919 + 13) % ember_model_vocab_size(model);
+    /* the thread count the sessions use (0 means one per online CPU) */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = sp.n_threads ? sp.n_threads : (online > 0 ? (int)online : 1);
+    double bw = read_bandwidth((size_t)1 << 30, threads);
+    for (size_t i = 0; i < n_ctx; i++) {
+        if (run_context(model, &sp, ctxs[i], prompt, n_prompt, n_gen, reps, bw, &res[i])) {
+            fprintf(stderr, "ember bench: context %d: %s\n", ctxs[i], ember_last_error());
+            goto done;
+        }
+        if (!json)
+            fprintf(stderr, "ctx %6d: prefill %8.2f tok/s, decode %7.2f tok/s, %.1f MB/token, "
+                            "%.0f%% of %.1f GB/s, KV %.1f MB, RSS anon %.1f MB file %.1f MB\n",
+                    res[i].ctx, res[i].prefill_tok_s, res[i].decode_tok_s,
+                    res[i].bytes_per_token / 1e6, 100 * res[i].roofline, bw,
+                    (double)res[i].kv_bytes / 1e6, (double)res[i].peak.anon / 1e6,
+                    (double)res[i].peak.file / 1e6);
+    }
+    if (json) {
+        printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, "
+               "\"all_full\": %s, \"prompt\": %d, \"gen\": %d, \"reps\": %d, \"load_s\": %.3f, "
+               "\"weight_bytes\": %zu, \"read_bw_gbs\": %.3f, \"results\": [",
+               dir, ember_model_kernels(model), type_name(mp.weight_type),
+               threads, mp.all_full_attention ? "true" : "false", n_prompt, n_gen, reps, load_s,
+               ember_model_weight_bytes(model), bw);
+        for (size_t i = 0; i < n_ctx; i++)
+            printf("%s{\"ctx\": %d, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
+                   "\"bytes_per_token\": %.0f, \"read_bw_gbs\": %.3f, \"roofline_fraction\": %.4f, "
+                   "\"kv_bytes\": %zu, \"rss_anon_bytes\": %zu, \"rss_file_bytes\": %zu}",
+                   i ? ", " : "", res[i].ctx, res[i].prefill_tok_s, res[i].decode_tok_s,
+                   res[i].bytes_per_token, bw, res[i].roofline, res[i].kv_bytes,
+                   res[i].peak.anon, res[i].peak.file);
+        printf("]}\n");
+    }
+    rc = 0;
+done:
+    ember_model_free(model);
+    free(prompt);
+    free(res);
+    free(ctxs);
+    return rc;
+}
