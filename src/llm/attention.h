@@ -18,11 +18,14 @@ typedef struct attn_shape {
 
 /* Queries are n tokens at positions p0..p0+n-1 (already rotated), q row t is
  * n_heads x head_dim; k_new/v_new rows are n_kv_heads x head_dim. The cache
- * holds positions < p0. out row t receives n_heads x head_dim. `scores` must
- * hold L->capacity + n + head_dim floats. Query head h uses kv head h / (heads/kv_heads):
- * the group of queries sharing a kv head is scored against the same K rows.
- * Only query heads [h0, h1) are computed (threads split the heads). */
-void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t h0, int32_t h1, int64_t p0,
+ * holds positions < p0. out row t receives n_heads x head_dim.
+ *
+ * GQA by reshaping the query: query head h uses kv head h / (heads/kv_heads),
+ * so the heads of one kv head form a (group, head_dim) block scored against
+ * the same K rows; K and V are never expanded. Only kv heads [g0, g1) (and
+ * their query heads) are computed: threads split the kv heads. `scores` must
+ * hold group x (L->capacity + n) + head_dim floats. */
+void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, int64_t p0,
                 int32_t n, const float *q, const float *k_new, const float *v_new, float *out,
                 float *scores);
 

@@ -70,7 +70,8 @@ static ember_status alloc_scratch(ember_session *s)
     if ((size_t)c->intermediate > max_cols) max_cols = (size_t)c->intermediate;
     size_t qbuf_floats = (ek_exec_qbuf_bytes((int)n, (int64_t)max_cols) + sizeof(float) - 1) /
                          sizeof(float);
-    s->scores_stride = (max_cap + n + (size_t)c->head_dim + 15) & ~(size_t)15;
+    const size_t group = (size_t)(c->n_heads / c->n_kv_heads);
+    s->scores_stride = (group * (max_cap + n) + (size_t)c->head_dim + 15) & ~(size_t)15;
     size_t sizes[] = {n * (size_t)c->hidden, n * (size_t)c->hidden, n * qkv_dim,
                       n * (size_t)c->n_heads, n * q_dim, n * (size_t)c->intermediate,
                       n * (size_t)c->intermediate,
@@ -168,12 +169,11 @@ typedef struct attn_task {
 static void run_attention(void *p, int worker, int n_workers)
 {
     const attn_task *t = p;
-    const int32_t group = t->shape.n_heads / t->shape.n_kv_heads;
     int64_t g0, g1;
     pool_split(t->shape.n_kv_heads, 1, worker, n_workers, &g0, &g1);
     if (g0 < g1)
-        attn_chunk(t->L, &t->shape, (int32_t)(g0 * group), (int32_t)(g1 * group), t->p0, t->n,
-                   t->q, t->k, t->v, t->out, t->scores + (size_t)worker * t->scores_stride);
+        attn_chunk(t->L, &t->shape, (int32_t)g0, (int32_t)g1, t->p0, t->n, t->q, t->k, t->v,
+                   t->out, t->scores + (size_t)worker * t->scores_stride);
 }
 
 /* Attention block of layer li for n tokens at positions p0..: x += attn(norm(x)). */
