@@ -3,7 +3,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/ops.h"
 
 static float dot(const float *a, const float *b, int32_t n)
 {
@@ -20,56 +19,95 @@ static void axpy(float *y, float a, const float *x, int32_t n)
     for (int32_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+size_t attn_scratch_floats(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t n)
+{
+    const size_t group = (size_t)(n_heads / n_kv_heads), d = (size_t)head_dim;
+    /* acc + running max + running sum per (token, head); one tile of scores;
+     * one tile of converted K and V rows */
+    return (size_t)n * group * (d + 2) + group * ATTN_TILE + 2 * ATTN_TILE * d;
+}
+
+/* The first position a query at `pos` sees. */
+static int64_t first_visible(const kv_layer *L, int64_t pos)
+{
+    return L->window && pos - L->window + 1 > 0 ? pos - L->window + 1 : 0;
+}
+
 void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, int64_t p0,
                 int32_t n, const float *q, const float *k_new, const float *v_new, float *out,
-                float *scores)
+                float *scratch)
 {
     const int32_t d = s->head_dim;
     const int32_t group = s->n_heads / s->n_kv_heads;
     const float scale = 1.0f / sqrtf((float)d);
-    const int64_t row_len = (int64_t)L->capacity + n;   /* one score row per query head */
-    float *tmp = scores + group * row_len;              /* one converted cache row */
+    float *acc = scratch;                                  /* n x group x d */
+    float *run_max = acc + (size_t)n * group * d;          /* n x group */
+    float *run_sum = run_max + (size_t)n * group;          /* n x group */
+    float *tile_s = run_sum + (size_t)n * group;           /* group x ATTN_TILE */
+    float *k_conv = tile_s + (size_t)group * ATTN_TILE;    /* ATTN_TILE x d */
+    float *v_conv = k_conv + (size_t)ATTN_TILE * d;        /* ATTN_TILE x d */
+    const float *kp[ATTN_TILE], *vp[ATTN_TILE];
 
-    for (int32_t t = 0; t < n; t++) {
-        const int64_t pos = p0 + t;
-        /* Visible keys: [lo, pos]. Positions below p0 come from the cache
-         * (for a ring they are exactly the slots still held), the rest from
-         * this chunk. */
-        const int64_t lo = L->window && pos - L->window + 1 > 0 ? pos - L->window + 1 : 0;
-        const int64_t cache_lo = lo, cache_hi = p0;                 /* [cache_lo, cache_hi) */
-        const int64_t new_lo = lo > p0 ? lo : p0;                   /* [new_lo, pos] */
-        const int32_t n_cache = cache_hi > cache_lo ? (int32_t)(cache_hi - cache_lo) : 0;
-        const int32_t n_new = (int32_t)(pos - new_lo + 1);
+    /* Keys any query of the chunk sees: cached positions from the first
+     * query's window start up to p0, then the chunk's own positions. */
+    const int64_t key_lo = first_visible(L, p0), key_hi = p0 + n;
 
-        for (int32_t g = g0; g < g1; g++) {
-            /* The query heads of kv head g, as a (group, d) block: every key
-             * and value row is read (and converted) once for all of them. */
-            const float *qg = q + t * s->q_stride + (int64_t)g * group * d;
-            float *og = out + t * s->out_stride + (int64_t)g * group * d;
+    for (int32_t g = g0; g < g1; g++) {
+        for (int64_t i = 0; i < (int64_t)n * group; i++) {
+            run_max[i] = -INFINITY;
+            run_sum[i] = 0.0f;
+        }
+        memset(acc, 0, (size_t)n * (size_t)group * (size_t)d * sizeof(float));
 
-            for (int32_t j = 0; j < n_cache; j++) {
-                const float *k = kv_row(L, L->k, d, g, kv_slot(L, cache_lo + j), tmp);
-                for (int32_t h = 0; h < group; h++)
-                    scores[h * row_len + j] = dot(qg + (int64_t)h * d, k, d) * scale;
+        for (int64_t j0 = key_lo; j0 < key_hi; j0 += ATTN_TILE) {
+            const int64_t j1 = j0 + ATTN_TILE < key_hi ? j0 + ATTN_TILE : key_hi;
+            /* The tile's K and V rows, each fetched (and converted) once for
+             * every query and head that uses it. */
+            for (int64_t j = j0; j < j1; j++) {
+                int32_t i = (int32_t)(j - j0);
+                if (j < p0) {
+                    kp[i] = kv_row(L, L->k, d, g, kv_slot(L, j), k_conv + (size_t)i * d);
+                    vp[i] = kv_row(L, L->v, d, g, kv_slot(L, j), v_conv + (size_t)i * d);
+                } else {
+                    kp[i] = k_new + (j - p0) * s->kv_stride + (int64_t)g * d;
+                    vp[i] = v_new + (j - p0) * s->kv_stride + (int64_t)g * d;
+                }
             }
-            for (int32_t j = 0; j < n_new; j++) {
-                const float *k = k_new + (new_lo - p0 + j) * s->kv_stride + (int64_t)g * d;
-                for (int32_t h = 0; h < group; h++)
-                    scores[h * row_len + n_cache + j] = dot(qg + (int64_t)h * d, k, d) * scale;
-            }
-            for (int32_t h = 0; h < group; h++) ek_softmax(scores + h * row_len, n_cache + n_new);
-
-            memset(og, 0, (size_t)group * (size_t)d * sizeof(float));
-            for (int32_t j = 0; j < n_cache; j++) {
-                const float *v = kv_row(L, L->v, d, g, kv_slot(L, cache_lo + j), tmp);
-                for (int32_t h = 0; h < group; h++)
-                    axpy(og + (int64_t)h * d, scores[h * row_len + j], v, d);
-            }
-            for (int32_t j = 0; j < n_new; j++) {
-                const float *v = v_new + (new_lo - p0 + j) * s->kv_stride + (int64_t)g * d;
-                for (int32_t h = 0; h < group; h++)
-                    axpy(og + (int64_t)h * d, scores[h * row_len + n_cache + j], v, d);
+            for (int32_t t = 0; t < n; t++) {
+                const int64_t pos = p0 + t, lo = first_visible(L, pos);
+                const int64_t a = lo > j0 ? lo : j0, b = pos + 1 < j1 ? pos + 1 : j1;
+                if (a >= b) continue;
+                for (int32_t h = 0; h < group; h++) {
+                    const float *qh = q + t * s->q_stride + ((int64_t)g * group + h) * d;
+                    const size_t th = (size_t)t * group + (size_t)h;
+                    float *sc = tile_s + (size_t)h * ATTN_TILE, tile_max = -INFINITY;
+                    for (int64_t j = a; j < b; j++) {
+                        sc[j - a] = dot(qh, kp[j - j0], d) * scale;
+                        tile_max = sc[j - a] > tile_max ? sc[j - a] : tile_max;
+                    }
+                    /* Online softmax: rescale what was summed under the old
+                     * maximum when a larger score arrives. */
+                    float *o = acc + th * (size_t)d;
+                    if (tile_max > run_max[th]) {
+                        float corr = expf(run_max[th] - tile_max); /* 0 on the first tile */
+                        run_sum[th] *= corr;
+                        for (int32_t i = 0; i < d; i++) o[i] *= corr;
+                        run_max[th] = tile_max;
+                    }
+                    for (int64_t j = a; j < b; j++) {
+                        float p = expf(sc[j - a] - run_max[th]);
+                        run_sum[th] += p;
+                        axpy(o, p, vp[j - j0], d);
+                    }
+                }
             }
         }
+        for (int32_t t = 0; t < n; t++)
+            for (int32_t h = 0; h < group; h++) {
+                const size_t th = (size_t)t * group + (size_t)h;
+                const float inv = 1.0f / run_sum[th];
+                float *dst = out + t * s->out_stride + ((int64_t)g * group + h) * d;
+                for (int32_t i = 0; i < d; i++) dst[i] = acc[th * (size_t)d + i] * inv;
+            }
     }
 }

@@ -27,7 +27,7 @@ struct ember_session {
     float *gate;     /* chunk x heads */
     float *attn;     /* chunk x heads * head_dim */
     float *ffn_g, *ffn_u; /* chunk x intermediate */
-    float *scores;   /* per worker: max cache capacity + chunk */
+    float *scores;   /* per worker: attention scratch (attn_scratch_floats) */
     size_t scores_stride;
     float *logits;   /* vocab */
     void *qbuf;      /* activations quantized for Q8_0/Q4_0 weights */
@@ -58,9 +58,6 @@ static ember_status alloc_scratch(ember_session *s)
     const size_t n = (size_t)s->p.prefill_chunk;
     const size_t qkv_dim = (size_t)(c->n_heads + 2 * c->n_kv_heads) * (size_t)c->head_dim;
     const size_t q_dim = (size_t)c->n_heads * (size_t)c->head_dim;
-    size_t max_cap = 0;
-    for (int32_t i = 0; i < c->n_layers; i++)
-        if ((size_t)s->kv.layers[i].capacity > max_cap) max_cap = (size_t)s->kv.layers[i].capacity;
     size_t rope = 0;
     for (int t = 0; t < SPARK_LAYER_TYPES; t++)
         rope += (size_t)c->rope[t].rot_dims / 2 * (1 + 2 * n);
@@ -70,8 +67,9 @@ static ember_status alloc_scratch(ember_session *s)
     if ((size_t)c->intermediate > max_cols) max_cols = (size_t)c->intermediate;
     size_t qbuf_floats = (ek_exec_qbuf_bytes((int)n, (int64_t)max_cols) + sizeof(float) - 1) /
                          sizeof(float);
-    const size_t group = (size_t)(c->n_heads / c->n_kv_heads);
-    s->scores_stride = (group * (max_cap + n) + (size_t)c->head_dim + 15) & ~(size_t)15;
+    s->scores_stride =
+        (attn_scratch_floats(c->n_heads, c->n_kv_heads, c->head_dim, (int32_t)n) + 15) &
+        ~(size_t)15;
     size_t sizes[] = {n * (size_t)c->hidden, n * (size_t)c->hidden, n * qkv_dim,
                       n * (size_t)c->n_heads, n * q_dim, n * (size_t)c->intermediate,
                       n * (size_t)c->intermediate,

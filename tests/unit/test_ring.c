@@ -79,7 +79,7 @@ static void cached_attention(const history *h, int window, int chunk, float out[
     L.row_bytes = D * sizeof(float);
     L.k = calloc((size_t)KV_HEADS * (size_t)L.capacity * D, sizeof(float));
     L.v = calloc((size_t)KV_HEADS * (size_t)L.capacity * D, sizeof(float));
-    float *scores = malloc((size_t)((HEADS / KV_HEADS) * (L.capacity + chunk) + D) * sizeof(float));
+    float *scores = malloc(attn_scratch_floats(HEADS, KV_HEADS, D, chunk) * sizeof(float));
     attn_shape shape = {HEADS, KV_HEADS, D, ROW, KV_ROW, ROW};
     for (int p0 = 0; p0 < HISTORY; p0 += chunk) {
         int n = HISTORY - p0 < chunk ? HISTORY - p0 : chunk;
