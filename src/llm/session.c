@@ -220,6 +220,23 @@ static void attention_block(ember_session *s, int32_t li, int64_t p0, int32_t n)
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) s->x[i] += s->h[i];
 }
 
+typedef struct geglu_task {
+    float *g;
+    const float *u;
+    int64_t n;
+    float (*gelu)(float);
+} geglu_task;
+
+/* g = gelu(g) * u, split over the workers: the exact erf GELU is costly
+ * enough (one erff per intermediate value) to matter at decode. */
+static void run_geglu(void *p, int worker, int n_workers)
+{
+    const geglu_task *t = p;
+    int64_t a, b;
+    pool_split(t->n, 64, worker, n_workers, &a, &b);
+    for (int64_t i = a; i < b; i++) t->g[i] = t->gelu(t->g[i]) * t->u[i];
+}
+
 /* GeGLU MLP of layer li: x += down(gelu(gate(norm(x))) * up(norm(x))). */
 static void mlp_block(ember_session *s, int32_t li, int32_t n)
 {
@@ -233,7 +250,8 @@ static void mlp_block(ember_session *s, int32_t li, int32_t n)
                    c->hidden, c->rms_eps);
     ek_matmul(&s->exec, s->ffn_g, inter, s->h, n, &W->w_gate, W->b_gate, s->qbuf);
     ek_matmul(&s->exec, s->ffn_u, inter, s->h, n, &W->w_up, W->b_up, s->qbuf);
-    for (int64_t i = 0; i < (int64_t)n * inter; i++) s->ffn_g[i] = gelu(s->ffn_g[i]) * s->ffn_u[i];
+    geglu_task task = {s->ffn_g, s->ffn_u, (int64_t)n * inter, gelu};
+    pool_run(s->exec.pool, run_geglu, &task);
     ek_matmul(&s->exec, s->h, c->hidden, s->ffn_g, n, &W->w_down, W->b_down, s->qbuf);
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) s->x[i] += s->h[i];
 }
