@@ -1,25 +1,36 @@
 #include "base/pool.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "base/status.h"
 
-#define SPIN_ITERATIONS 200000
+/* How long a waiting thread spins before it sleeps: long enough to bridge
+ * the gap between two ops of a decode step (tens of microseconds), short
+ * enough not to steal a core from other work when the machine is busy. */
+#define SPIN_ITERATIONS 2000
 
+/* Work is handed out in parts claimed one at a time, so a worker that the
+ * OS has not scheduled yet delays nobody: whoever runs takes the next part.
+ * A claim is one 64-bit word, (run number << 32) | next part, so a worker
+ * that wakes up late can never take a part of a later run with the task of
+ * an earlier one: its compare-and-swap carries the run number it read. */
 struct ember_pool {
     int n;
     pthread_t *threads;
     pthread_mutex_t lock;
-    pthread_cond_t wake;
-    atomic_uint generation; /* bumped once per task */
-    atomic_int pending;     /* workers (other than the caller) still running */
+    pthread_cond_t wake; /* workers sleep here between runs */
+    pthread_cond_t done; /* the caller sleeps here until every part is done */
+    atomic_uint_fast64_t claim;
+    atomic_int parts_done;
     atomic_bool stop;
-    pool_task fn;
-    void *ctx;
+    _Atomic(pool_task) fn;
+    _Atomic(void *) ctx;
+    atomic_int n_parts;
+    uint32_t run; /* written by the caller only */
 };
 
 typedef struct worker_arg {
@@ -36,30 +47,50 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Claims and runs parts of run `run` until none is left. */
+static void work(ember_pool *pool, uint32_t run, int worker)
+{
+    pool_task fn = atomic_load_explicit(&pool->fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&pool->ctx, memory_order_relaxed);
+    int n_parts = atomic_load_explicit(&pool->n_parts, memory_order_relaxed);
+    uint_fast64_t c = atomic_load_explicit(&pool->claim, memory_order_acquire);
+    while ((uint32_t)(c >> 32) == run && (int)(uint32_t)c < n_parts) {
+        if (!atomic_compare_exchange_weak_explicit(&pool->claim, &c, c + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        fn(ctx, (int)(uint32_t)c, n_parts, worker);
+        if (atomic_fetch_add_explicit(&pool->parts_done, 1, memory_order_acq_rel) + 1 == n_parts) {
+            pthread_mutex_lock(&pool->lock); /* the caller may be asleep */
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->lock);
+        }
+        c = atomic_load_explicit(&pool->claim, memory_order_acquire);
+    }
+}
+
 static void *worker_main(void *p)
 {
     worker_arg arg = *(worker_arg *)p;
     free(p);
     ember_pool *pool = arg.pool;
-    unsigned seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        unsigned gen;
-        int spins = 0;
-        while ((gen = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen &&
-               !atomic_load(&pool->stop) && spins < SPIN_ITERATIONS) {
+        uint32_t run = 0;
+        for (int spins = 0; spins < SPIN_ITERATIONS; spins++) {
+            run = (uint32_t)(atomic_load_explicit(&pool->claim, memory_order_acquire) >> 32);
+            if (run != seen || atomic_load(&pool->stop)) break;
             cpu_relax();
-            spins++;
         }
-        if (gen == seen && !atomic_load(&pool->stop)) {
+        if (run == seen && !atomic_load(&pool->stop)) {
             pthread_mutex_lock(&pool->lock);
-            while ((gen = atomic_load(&pool->generation)) == seen && !atomic_load(&pool->stop))
+            while ((run = (uint32_t)(atomic_load(&pool->claim) >> 32)) == seen &&
+                   !atomic_load(&pool->stop))
                 pthread_cond_wait(&pool->wake, &pool->lock);
             pthread_mutex_unlock(&pool->lock);
         }
         if (atomic_load(&pool->stop)) return NULL;
-        seen = gen;
-        pool->fn(pool->ctx, arg.index, pool->n);
-        atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
+        seen = run;
+        work(pool, run, arg.index);
     }
 }
 
@@ -73,6 +104,7 @@ ember_status pool_create(int n_threads, ember_pool **out)
     pool->n = n_threads;
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
     pool->threads = calloc((size_t)n_threads, sizeof *pool->threads);
     if (!pool->threads) {
         pool_free(pool);
@@ -103,6 +135,7 @@ void pool_free(ember_pool *pool)
         for (int i = 1; i < pool->n; i++) pthread_join(pool->threads[i], NULL);
     }
     pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->done);
     pthread_mutex_destroy(&pool->lock);
     free(pool->threads);
     free(pool);
@@ -110,34 +143,42 @@ void pool_free(ember_pool *pool)
 
 int pool_size(const ember_pool *pool) { return pool ? pool->n : 1; }
 
-void pool_run(ember_pool *pool, pool_task fn, void *ctx)
+void pool_run(ember_pool *pool, pool_task fn, void *ctx, int n_parts)
 {
+    if (n_parts < 1) return;
     if (!pool || pool->n == 1) {
-        fn(ctx, 0, 1);
+        for (int i = 0; i < n_parts; i++) fn(ctx, i, n_parts, 0);
         return;
     }
-    pool->fn = fn;
-    pool->ctx = ctx;
-    atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
+    atomic_store_explicit(&pool->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&pool->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&pool->n_parts, n_parts, memory_order_relaxed);
+    atomic_store_explicit(&pool->parts_done, 0, memory_order_relaxed);
+    uint32_t run = ++pool->run;
+    if (run == 0) run = ++pool->run; /* 0 is what a fresh worker has seen */
     pthread_mutex_lock(&pool->lock);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+    atomic_store_explicit(&pool->claim, (uint_fast64_t)run << 32, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
-    fn(ctx, 0, pool->n);
-    int spins = 0;
-    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) {
-        if (++spins < SPIN_ITERATIONS) cpu_relax();
-        else sched_yield();
+
+    work(pool, run, 0);
+
+    for (int spins = 0; spins < SPIN_ITERATIONS; spins++) {
+        if (atomic_load_explicit(&pool->parts_done, memory_order_acquire) == n_parts) return;
+        cpu_relax();
     }
+    pthread_mutex_lock(&pool->lock);
+    while (atomic_load_explicit(&pool->parts_done, memory_order_acquire) < n_parts)
+        pthread_cond_wait(&pool->done, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
 }
 
-void pool_split(int64_t n, int64_t align, int worker, int n_workers, int64_t *begin,
-                int64_t *end)
+void pool_split(int64_t n, int64_t align, int part, int n_parts, int64_t *begin, int64_t *end)
 {
     int64_t units = (n + align - 1) / align;
-    int64_t per = units / n_workers, extra = units % n_workers;
-    int64_t first = worker * per + (worker < extra ? worker : extra);
-    int64_t count = per + (worker < extra ? 1 : 0);
+    int64_t per = units / n_parts, extra = units % n_parts;
+    int64_t first = part * per + (part < extra ? part : extra);
+    int64_t count = per + (part < extra ? 1 : 0);
     *begin = first * align < n ? first * align : n;
     *end = (first + count) * align < n ? (first + count) * align : n;
 }

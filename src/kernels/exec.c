@@ -21,11 +21,12 @@ typedef struct gemm_task {
     int n_tokens;
 } gemm_task;
 
-static void run_gemm(void *p, int worker, int n_workers)
+static void run_gemm(void *p, int part, int n_parts, int worker)
 {
     const gemm_task *t = p;
     int64_t r0, r1;
-    pool_split(t->w->rows, ROW_ALIGN, worker, n_workers, &r0, &r1);
+    (void)worker;
+    pool_split(t->w->rows, ROW_ALIGN, part, n_parts, &r0, &r1);
     if (r0 < r1)
         t->ex->kernels->gemm[t->w->dtype](t->y, t->y_stride, t->w, r0, r1, t->x, t->x_stride,
                                          t->n_tokens);
@@ -43,7 +44,10 @@ void ek_matmul(const ek_exec *ex, float *y, int64_t y_stride, const float *x, in
         t.x = qbuf;
         t.x_stride = qrow;
     }
-    pool_run(ex->pool, run_gemm, &t);
+    /* a few parts per worker, so a late worker's share is picked up */
+    int64_t max_parts = (w->rows + ROW_ALIGN - 1) / ROW_ALIGN;
+    int parts = 4 * pool_size(ex->pool);
+    pool_run(ex->pool, run_gemm, &t, parts < max_parts ? parts : (int)max_parts);
     if (bias)
         for (int i = 0; i < n_tokens; i++)
             for (int64_t r = 0; r < w->rows; r++) y[i * y_stride + r] += bias[r];

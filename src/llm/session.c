@@ -164,11 +164,11 @@ typedef struct attn_task {
 
 /* Workers take whole kv heads (with their group of query heads), so each
  * cached K/V row is read by one worker only. */
-static void run_attention(void *p, int worker, int n_workers)
+static void run_attention(void *p, int part, int n_parts, int worker)
 {
     const attn_task *t = p;
     int64_t g0, g1;
-    pool_split(t->shape.n_kv_heads, 1, worker, n_workers, &g0, &g1);
+    pool_split(t->shape.n_kv_heads, 1, part, n_parts, &g0, &g1);
     if (g0 < g1)
         attn_chunk(t->L, &t->shape, (int32_t)g0, (int32_t)g1, t->p0, t->n, t->q, t->k, t->v,
                    t->out, t->scores + (size_t)worker * t->scores_stride);
@@ -207,7 +207,7 @@ static void attention_block(ember_session *s, int32_t li, int64_t p0, int32_t n)
 
     attn_task task = {L, {H, KV, d, qkv_dim, qkv_dim, q_dim}, p0, n, q, k, v, s->attn,
                       s->scores, s->scores_stride};
-    pool_run(s->exec.pool, run_attention, &task);
+    pool_run(s->exec.pool, run_attention, &task, KV); /* one part per kv head */
     kv_store(L, KV, d, p0, n, k, v, qkv_dim);
 
     if (c->gate != SPARK_GATE_NONE)
@@ -229,11 +229,12 @@ typedef struct geglu_task {
 
 /* g = gelu(g) * u, split over the workers: the exact erf GELU is costly
  * enough (one erff per intermediate value) to matter at decode. */
-static void run_geglu(void *p, int worker, int n_workers)
+static void run_geglu(void *p, int part, int n_parts, int worker)
 {
     const geglu_task *t = p;
     int64_t a, b;
-    pool_split(t->n, 64, worker, n_workers, &a, &b);
+    (void)worker;
+    pool_split(t->n, 64, part, n_parts, &a, &b);
     for (int64_t i = a; i < b; i++) t->g[i] = t->gelu(t->g[i]) * t->u[i];
 }
 
@@ -251,7 +252,7 @@ static void mlp_block(ember_session *s, int32_t li, int32_t n)
     ek_matmul(&s->exec, s->ffn_g, inter, s->h, n, &W->w_gate, W->b_gate, s->qbuf);
     ek_matmul(&s->exec, s->ffn_u, inter, s->h, n, &W->w_up, W->b_up, s->qbuf);
     geglu_task task = {s->ffn_g, s->ffn_u, (int64_t)n * inter, gelu};
-    pool_run(s->exec.pool, run_geglu, &task);
+    pool_run(s->exec.pool, run_geglu, &task, 4 * pool_size(s->exec.pool));
     ek_matmul(&s->exec, s->h, c->hidden, s->ffn_g, n, &W->w_down, W->b_down, s->qbuf);
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) s->x[i] += s->h[i];
 }
