@@ -71,6 +71,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "generate")) return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(argv[1], "parity")) return cmd_parity(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "quantize")) return cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

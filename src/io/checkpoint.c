@@ -41,6 +41,9 @@ struct ck_dir {
     size_t n_files;
     ck_entry *entries;    /* sorted by name, unique */
     size_t n_entries;
+    gguf_file *gguf;      /* ck_open_gguf: the file (files[0] stays NULL) */
+    et_tensor *owned;     /* ck_open_gguf: the tensors under their HF names */
+    size_t n_owned;
 };
 
 
@@ -319,6 +322,10 @@ void ck_close(ck_dir *ck)
     free(ck->files);
     free(ck->file_names);
     free(ck->entries);
+    for (size_t i = 0; i < ck->n_owned; i++)
+        free((char *)ck->owned[i].name);
+    free(ck->owned);
+    gguf_close(ck->gguf);
     free(ck->config);
     free(ck->path);
     free(ck);
@@ -484,7 +491,7 @@ ember_status ck_open(const char *dir, ck_dir **out)
                               strerror(errno));
         if (!S_ISDIR(sb.st_mode))
             return ember_fail(EMBER_ERR_IO, "%s: not a directory (expected a checkpoint "
-                              "directory with config.json)", dir);
+                              "directory with config.json, or a GGUF file)", dir);
     }
     ck = calloc(1, sizeof *ck);
     if (!ck)
@@ -528,6 +535,96 @@ done:
     *out = ck;
     return EMBER_OK;
 }
+
+/* ---- a GGUF file --------------------------------------------------------- */
+
+/* Maps every GGUF tensor to its Hugging Face name and shape. */
+static ember_status gguf_table(ck_dir *ck, const ck_gguf_map *map)
+{
+    const gguf_file *g = ck->gguf;
+    size_t n = gguf_n_tensors(g);
+    char name[256];
+
+    if (n == 0)
+        return EMBER_OK;
+    ck->owned = calloc(n, sizeof *ck->owned);
+    ck->entries = calloc(n, sizeof *ck->entries);
+    if (!ck->owned || !ck->entries)
+        return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory for %zu tensors", ck->path, n);
+    for (size_t i = 0; i < n; i++) {
+        const gguf_tensor *gt = gguf_tensor_at(g, i);
+        const char *hf = map->hf_name(gt->name, name, sizeof name);
+        et_tensor *t = &ck->owned[i];
+        if (!hf)
+            return ember_fail(EMBER_ERR_FORMAT, "%s: unknown tensor '%s' (not part of a %s model)",
+                              ck->path, gt->name, map->model ? map->model : "known");
+        t->name = strdup(hf);
+        if (!t->name)
+            return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", ck->path);
+        ck->n_owned++;
+        t->dtype = gt->dtype;
+        t->n_dims = (int)gt->n_dims;
+        for (int d = 0; d < ET_MAX_DIMS; d++)
+            t->shape[d] = 1;
+        /* GGUF's ne[0] is the innermost dimension: PyTorch's shape reversed */
+        for (uint32_t d = 0; d < gt->n_dims; d++)
+            t->shape[d] = (int64_t)gt->ne[gt->n_dims - 1 - d];
+        t->data = gt->data;
+        t->nbytes = gt->nbytes;
+        ck->entries[i].t = t;
+        ck->entries[i].file = 0;
+    }
+    ck->n_entries = n;
+    qsort(ck->entries, n, sizeof *ck->entries, cmp_entry_name);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(ck->entries[i - 1].t->name, ck->entries[i].t->name) == 0)
+            return ember_fail(EMBER_ERR_FORMAT, "%s: two tensors map to the name '%s'", ck->path,
+                              ck->entries[i].t->name);
+    return EMBER_OK;
+}
+
+ember_status ck_open_gguf(const char *path, const ck_gguf_map *map, ck_dir **out)
+{
+    ck_dir *ck;
+    ember_status st;
+
+    if (!out)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ck_open_gguf: NULL output");
+    *out = NULL;
+    if (!path || !path[0] || !map || !map->config_json || !map->hf_name)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ck_open_gguf: empty path or incomplete map");
+    ck = calloc(1, sizeof *ck);
+    if (!ck)
+        return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", path);
+    ck->path = strdup(path);
+    if (!ck->path) {
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    if ((st = gguf_open(path, &ck->gguf)))
+        goto done;
+    if ((st = map->config_json(ck->gguf, &ck->config, &ck->config_len)))
+        goto done;
+    if ((st = alloc_files(ck, 1)))
+        goto done;
+    ck->file_names[0] = strdup(path);
+    if (!ck->file_names[0]) {
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    ck->n_files = 1; /* files[0] is NULL: the tensors live in ck->gguf */
+    st = gguf_table(ck, map);
+
+done:
+    if (st != EMBER_OK) {
+        ck_close(ck);
+        return st;
+    }
+    *out = ck;
+    return EMBER_OK;
+}
+
+const gguf_file *ck_gguf(const ck_dir *ck) { return ck ? ck->gguf : NULL; }
 
 const char *ck_path(const ck_dir *ck) { return ck->path; }
 

@@ -6,6 +6,7 @@
 #define EMBER_IO_CHECKPOINT_H
 
 #include "ember.h"
+#include "io/gguf.h"
 #include "io/tensor.h"
 
 typedef struct ck_dir ck_dir;
@@ -20,6 +21,31 @@ void ck_close(ck_dir *ck);
 const char *ck_path(const ck_dir *ck);
 const char *ck_config_json(const ck_dir *ck);
 size_t ck_config_len(const ck_dir *ck);
+
+/* A GGUF file opened as a checkpoint. The model code supplies the mapping,
+ * so this layer knows nothing of any architecture:
+ *   config_json: turns the file's metadata into the config.json text the
+ *     model's own parser reads (malloc'd; *len bytes, NUL-terminated), or
+ *     fails with a message naming the file and key (wrong architecture, a
+ *     missing or mistyped key);
+ *   hf_name: the Hugging Face name of a GGUF tensor, written into buf (cap
+ *     bytes) and returned; NULL for a tensor the model does not know.
+ * `model` names the architecture in messages ("spark2_5"). */
+
+typedef struct ck_gguf_map {
+    const char *model;
+    ember_status (*config_json)(const gguf_file *f, char **json, size_t *len);
+    const char *(*hf_name)(const char *gguf_name, char *buf, size_t cap);
+} ck_gguf_map;
+
+/* Maps `path` read-only. Tensors appear under their Hugging Face names with
+ * shape [rows, cols] (GGUF ne reversed) and the file's dtypes (possibly
+ * ET_Q8_0 / ET_Q4_0); ck_config_json returns the synthesized text. A tensor
+ * the map does not know, or two mapping to one name, is an error. */
+ember_status ck_open_gguf(const char *path, const ck_gguf_map *map, ck_dir **out);
+
+/* The GGUF file behind a checkpoint opened with ck_open_gguf, else NULL. */
+const gguf_file *ck_gguf(const ck_dir *ck);
 
 /* Finds a tensor by name and marks it used. NULL if absent. *file (optional)
  * receives the file name that holds it, for error messages. */

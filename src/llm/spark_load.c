@@ -8,6 +8,7 @@
 #include "base/status.h"
 #include "kernels/formats.h"
 #include "llm/spark.h"
+#include "llm/spark_gguf.h"
 
 /* The sizes a tensor dimension can be bound to. */
 typedef enum dim {
@@ -242,7 +243,9 @@ static ember_status load_into(ember_model *m, const char *dir)
 {
     ember_status st;
     char label[1200];
-    if ((st = ck_open(dir, &m->ck))) return st;
+    if ((st = gguf_is_gguf_file(dir) ? ck_open_gguf(dir, &spark_gguf_map, &m->ck)
+                                     : ck_open(dir, &m->ck)))
+        return st;
     snprintf(label, sizeof label, "%s/config.json", dir);
     if ((st = spark_config_parse(ck_config_json(m->ck), ck_config_len(m->ck), label, &m->cfg)))
         return st;

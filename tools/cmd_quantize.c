@@ -1,0 +1,104 @@
+/* `ember quantize IN OUT.gguf --type T`: writes a Spark-X2.5 checkpoint (a
+ * Hugging Face directory or a GGUF file) as a llama.cpp spark2_5 GGUF with
+ * every weight matrix in format T. A progress bar goes to stderr when it is
+ * a terminal; a summary line is always printed. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ember.h"
+#include "kernels/formats.h"
+#include "llm/spark_gguf.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ember quantize IN OUT.gguf [--type q8_0|q4_0|bf16|f16|f32]\n"
+               "  IN: a Hugging Face checkpoint directory or a GGUF file\n"
+               "  --type: the format of every weight matrix (default q8_0); norms and\n"
+               "          biases stay f32. OUT is written whole or not at all.\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct bar {
+    int tty;
+    int last; /* last permille drawn */
+} bar;
+
+static int on_progress(void *ctx, size_t done, size_t total)
+{
+    bar *b = ctx;
+    if (!b->tty || total == 0) return 0;
+    int permille = (int)((double)done * 1000.0 / (double)total);
+    if (permille == b->last) return 0;
+    b->last = permille;
+    char fill[31];
+    int n = permille * 30 / 1000;
+    memset(fill, '#', (size_t)n);
+    memset(fill + n, ' ', (size_t)(30 - n));
+    fill[30] = '\0';
+    fprintf(stderr, "\rquantizing [%s] %5.1f%%  %.1f / %.1f MiB", fill, permille / 10.0,
+            (double)done / 1048576.0, (double)total / 1048576.0);
+    fflush(stderr);
+    return 0;
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    static const struct option opts[] = {{"type", required_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const ek_format *fmt = ek_format_by_name("q8_0");
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            fmt = ek_format_by_name(optarg);
+            if (!fmt) {
+                fprintf(stderr, "ember quantize: unknown --type '%s' (expected q8_0, q4_0, bf16, "
+                                "f16 or f32)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (argc - optind != 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *in = argv[optind], *out = argv[optind + 1];
+
+    double t0 = now_s();
+    ember_model_params mp = ember_model_default_params(); /* keep the file's types */
+    ember_model *model = NULL;
+    if (ember_model_load(in, &mp, &model) != EMBER_OK) {
+        fprintf(stderr, "ember quantize: %s\n", ember_last_error());
+        return 1;
+    }
+    bar b = {isatty(STDERR_FILENO), -1};
+    ember_status st = spark_gguf_write(model, out, fmt->dtype, on_progress, &b);
+    if (b.tty && b.last >= 0) fprintf(stderr, "\r\033[K");
+    size_t n_tensors = spark_gguf_tensor_count(model);
+    ember_model_free(model);
+    if (st != EMBER_OK) {
+        fprintf(stderr, "ember quantize: %s\n", ember_last_error());
+        return 1;
+    }
+    struct stat sb;
+    long long bytes = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
+    fprintf(stderr, "ember quantize: wrote %s: %zu tensors, %lld bytes (%s), %.2f s\n", out,
+            n_tensors, bytes, fmt->name, now_s() - t0);
+    return 0;
+}
