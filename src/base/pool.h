@@ -20,8 +20,9 @@ typedef void (*pool_task)(void *ctx, int part, int n_parts, int worker);
 ember_status pool_create(int n_threads, ember_pool **out);
 void pool_free(ember_pool *pool);
 int pool_size(const ember_pool *pool);
-/* Runs parts 0..n_parts-1. Not reentrant: one pool_run at a time per pool.
- * A NULL pool runs every part on the caller. */
+/* Runs parts 0..n_parts-1 (at most 65535 in parallel; more run on the
+ * caller alone). Not reentrant: one pool_run at a time per pool. A NULL pool
+ * runs every part on the caller. */
 void pool_run(ember_pool *pool, pool_task fn, void *ctx, int n_parts);
 
 /* Splits [0, n) into n_parts contiguous ranges whose starts are multiples

@@ -1,0 +1,111 @@
+/* The thread pool runs every part of every run exactly once, and pool_run
+ * returns only after all of them are done, also when the machine is
+ * oversubscribed (busy threads compete for the cores, so pool workers are
+ * descheduled at arbitrary points, as on a phone with background work). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/pool.h"
+#include "check.h"
+
+#define MAX_TEST_PARTS 64
+
+typedef struct run_ctx {
+    atomic_int hits[MAX_TEST_PARTS];
+    int n_parts;
+    int bad_worker;
+} run_ctx;
+
+static void count_part(void *p, int part, int n_parts, int worker)
+{
+    run_ctx *c = p;
+    if (n_parts != c->n_parts || worker < 0 || worker >= 4) c->bad_worker = 1;
+    /* a little work, so parts of one run overlap on several workers */
+    for (volatile int i = 0; i < 200; i++) {
+    }
+    atomic_fetch_add(&c->hits[part], 1);
+}
+
+static atomic_bool stop_hogs;
+
+static void *hog(void *arg)
+{
+    (void)arg;
+    volatile unsigned long x = 0;
+    while (!atomic_load(&stop_hogs)) x++;
+    return NULL;
+}
+
+static void every_part_runs_once(int n_threads, int with_hogs)
+{
+    ember_pool *pool = NULL;
+    REQUIRE(pool_create(n_threads, &pool) == EMBER_OK);
+    pthread_t hogs[3];
+    atomic_store(&stop_hogs, 0);
+    if (with_hogs)
+        for (int i = 0; i < 3; i++) pthread_create(&hogs[i], NULL, hog, NULL);
+    unsigned seed = 1;
+    for (int run = 0; run < 20000 && check_failures_in_case == 0; run++) {
+        static run_ctx ctx; /* reused: a stale worker touching it would show */
+        seed = seed * 1103515245u + 12345u;
+        /* alternate small and large runs: a worker late for a small run
+         * must not claim a part of the large one that follows */
+        ctx.n_parts = run % 2 ? 1 + (int)((seed >> 16) % 3) : MAX_TEST_PARTS - (int)((seed >> 16) % 8);
+        ctx.bad_worker = 0;
+        for (int i = 0; i < MAX_TEST_PARTS; i++) atomic_store(&ctx.hits[i], 0);
+        pool_run(pool, count_part, &ctx, ctx.n_parts);
+        for (int i = 0; i < MAX_TEST_PARTS; i++) {
+            int want = i < ctx.n_parts ? 1 : 0;
+            CHECK_MSG(atomic_load(&ctx.hits[i]) == want, "run %d part %d of %d ran %d times", run,
+                      i, ctx.n_parts, atomic_load(&ctx.hits[i]));
+        }
+        CHECK(!ctx.bad_worker);
+    }
+    atomic_store(&stop_hogs, 1);
+    if (with_hogs)
+        for (int i = 0; i < 3; i++) pthread_join(hogs[i], NULL);
+    pool_free(pool);
+}
+
+static void parts_run_once_two_threads(void) { every_part_runs_once(2, 0); }
+static void parts_run_once_four_threads(void) { every_part_runs_once(4, 0); }
+static void parts_run_once_oversubscribed(void) { every_part_runs_once(4, 1); }
+
+static void split_covers_the_range(void)
+{
+    for (int64_t n = 0; n < 300; n += 7)
+        for (int parts = 1; parts < 9; parts++) {
+            int64_t next = 0;
+            for (int p = 0; p < parts; p++) {
+                int64_t b, e;
+                pool_split(n, 16, p, parts, &b, &e);
+                CHECK(b == next && e >= b && (b % 16 == 0 || b == n));
+                next = e;
+            }
+            CHECK(next == n);
+        }
+}
+
+static void null_pool_runs_on_the_caller(void)
+{
+    run_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.n_parts = 5;
+    pool_run(NULL, count_part, &ctx, 5);
+    for (int i = 0; i < 5; i++) CHECK(atomic_load(&ctx.hits[i]) == 1);
+    ember_pool *pool = NULL;
+    CHECK(pool_create(0, &pool) == EMBER_ERR_INVALID_ARG && pool == NULL);
+    CHECK(pool_size(NULL) == 1);
+}
+
+int main(void)
+{
+    RUN(parts_run_once_two_threads);
+    RUN(parts_run_once_four_threads);
+    RUN(parts_run_once_oversubscribed);
+    RUN(split_covers_the_range);
+    RUN(null_pool_runs_on_the_caller);
+    return check_summary();
+}
