@@ -27,8 +27,10 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TESTU_OBJ := $(TEST_UTIL:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib tests test fuzz clean
+.PHONY: all lib tests test fuzz clean bench neon-test
 .SECONDARY:
 all: $(BUILD)/ember $(BUILD)/libember.a
 lib: $(BUILD)/libember.a
@@ -49,6 +51,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TESTU_OBJ) $(BUILD)/libember.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Benchmarks print JSON; e.g. `make bench && build/bench/kernels`.
+bench: $(BENCH_BIN)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libember.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # libFuzzer targets: one binary per fuzz/fuzz_*.c, linked with the library
 # sources built with clang's fuzzer instrumentation.
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
@@ -59,10 +66,27 @@ build-fuzz/%: fuzz/%.c $(LIB_SRC)
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(LDLIBS)
 
+# ARM NEON kernels: the kernel unit test cross-built with Debian's aarch64
+# compiler and run under qemu-user, once on qemu's default CPU (with dotprod)
+# and once as a Cortex-A53 (without), so both paths of the neon set run. The
+# test needs only src/kernels, src/base and src/io/tensor.c (no cJSON).
+CROSS_CC  ?= aarch64-linux-gnu-gcc
+QEMU_A64  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+NEON_SRC  := $(sort $(wildcard src/kernels/*.c)) src/base/pool.c src/base/status.c \
+             src/io/tensor.c tests/unit/check.c tests/unit/test_kernels.c
+NEON_HDR  := $(wildcard include/*.h src/kernels/*.h src/base/*.h src/io/tensor.h tests/unit/check.h)
+build/neon/test_kernels: $(NEON_SRC) $(NEON_HDR)
+	@mkdir -p build/neon
+	$(CROSS_CC) -O2 -g -std=c11 -D_GNU_SOURCE -fno-math-errno $(WARN) -Iinclude -Isrc -o $@ \
+	    $(NEON_SRC) -lm -lpthread
+neon-test: build/neon/test_kernels
+	$(QEMU_A64) build/neon/test_kernels
+	QEMU_CPU=cortex-a53 $(QEMU_A64) build/neon/test_kernels
+
 test:
 	tests/run_all.sh
 
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TESTU_OBJ:.o=.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TESTU_OBJ:.o=.d) $(BENCH_BIN:%=%.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/tests/unit/%.d)

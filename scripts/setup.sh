@@ -11,6 +11,9 @@ packages=(
   libcjson-dev      # JSON: config.json, safetensors headers, golden files
   python3-torch     # the PyTorch reference (reference/) and checkpoint generator
   python3-numpy
+  gcc-aarch64-linux-gnu  # NEON kernels: cross-built kernel test (make neon-test)
+  libc6-dev-arm64-cross
+  qemu-user              # ... run under qemu-aarch64
 )
 
 missing=()

@@ -26,9 +26,9 @@ record() { # record NAME STATUS
 }
 
 # Runs a binary that prints PASS/FAIL lines and adds its cases to the count.
-run_cases() { # run_cases LABEL BINARY
+run_cases() { # run_cases LABEL COMMAND [ARGS...]
   local out rc n_pass n_fail
-  out=$("$2" 2>&1); rc=$?
+  out=$("${@:2}" 2>&1); rc=$?   # the command and its arguments
   echo "$out" | sed "s/^/[$1] /"
   n_pass=$(grep -c '^PASS ' <<<"$out")
   n_fail=$(grep -c '^FAIL ' <<<"$out")
@@ -45,6 +45,19 @@ else cat /tmp/ember-build.log; record build 1; fi
 
 echo "== unit tests"
 for t in build/tests/test_*; do [ -x "$t" ] && run_cases "$(basename "$t")" "$t"; done
+
+echo "== NEON kernels (aarch64 cross build, under qemu-user)"
+# qemu's default CPU has dotprod; a Cortex-A53 has not: both neon paths run.
+if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
+  if make -j"$JOBS" build/neon/test_kernels >/tmp/ember-build-neon.log 2>&1; then
+    record build-neon 0
+    run_cases "neon:test_kernels" qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kernels
+    run_cases "neon-a53:test_kernels" env QEMU_CPU=cortex-a53 \
+      qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kernels
+  else cat /tmp/ember-build-neon.log; record build-neon 1; fi
+else
+  echo "SKIP neon kernels: aarch64-linux-gnu-gcc or qemu-aarch64 missing (scripts/setup.sh installs them)"
+fi
 
 echo "== unit tests under ASan+UBSan"
 if make -j"$JOBS" SAN=1 all tests >/tmp/ember-build-san.log 2>&1; then

@@ -31,8 +31,12 @@ const ek_kernel_set *ek_kernels_by_name(const char *name)
     ek_cpu cpu = ek_cpu_detect();
     if (!strcmp(name, "scalar")) return ek_kernels_scalar();
     if (!strcmp(name, "avx2")) return cpu.avx2 && cpu.fma && cpu.f16c ? ek_kernels_avx2() : NULL;
+    /* The avx512 set's integer dot products are VNNI (vpdpbusd); a CPU
+     * without it (Skylake-X) runs the avx2 set. */
     if (!strcmp(name, "avx512"))
-        return cpu.avx512f && cpu.avx512bw && cpu.avx512vl ? ek_kernels_avx512() : NULL;
+        return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512vnni && cpu.fma && cpu.f16c
+                   ? ek_kernels_avx512()
+                   : NULL;
     if (!strcmp(name, "neon")) return cpu.neon ? ek_kernels_neon() : NULL;
     return NULL;
 }

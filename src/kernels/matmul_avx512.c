@@ -1,5 +1,497 @@
-/* Placeholder until the avx512 kernel set lands: reports "not available". */
+/* The AVX-512 kernel set: F + BW + VL for the float formats and the
+ * conversions, VNNI (vpdpbusd) for the Q8_0/Q4_0 integer dot products.
+ * ek_kernels_by_name() only hands this set out when the CPU has all four,
+ * so a CPU without VNNI (Skylake-X) gets the avx2 set instead.
+ *
+ * Semantics are those of matmul_generic.c; only the order of the fp32
+ * additions differs (the integer block dots are exact). Three shapes of
+ * kernel, chosen per call by the token count:
+ *
+ *  - float formats: an R rows x T tokens register tile of fp32 accumulators,
+ *    16 columns per step; each weight vector loaded (and widened from
+ *    f16/bf16) once is reused for T tokens, each activation vector for R rows.
+ *  - Q8_0/Q4_0, few tokens (decode): one block per 256-bit vector, R rows at
+ *    a time (8 for one token: the activation side of each block is then
+ *    shared by 8 rows, ~10% faster than 4). This is memory-bound; the point
+ *    is to keep several weight rows streaming and the per-block work small.
+ *  - Q8_0/Q4_0, many tokens (prefill): compute-bound, so the activations are
+ *    first repacked "token-major": for a block and 4-byte step k, one 512-bit
+ *    vector holds bytes 4k..4k+3 of 16 tokens. A weight dword broadcast to
+ *    all lanes then feeds one vpdpbusd per 16 tokens (a 4-row x 32-token
+ *    tile: each loaded weight byte serves 32 tokens, each packed activation
+ *    vector 4 rows), and no horizontal reduction is ever needed. From
+ *    PACK_MIN_TOKENS tokens on, where the packing starts to pay.
+ *
+ * vpdpbusd multiplies unsigned by signed bytes. The activations stay signed;
+ * the weights are made unsigned by an offset (Q8_0: w + 128 via xor 0x80;
+ * Q4_0: the raw nibble, i.e. w + 8) and the offset times the sum of the
+ * activation block is subtracted, exactly, in int32. Weights come from
+ * mmapped files, so every load is unaligned (Q blocks are 2-byte aligned). */
 #include "kernels/matmul.h"
 
 const ek_kernel_set *ek_kernels_avx512(void);
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "kernels/formats.h"
+
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+/* Tile bodies are written once with R/T/G as parameters and inlined into
+ * small wrappers with constants, so the loops unroll and the accumulator
+ * arrays live in registers. */
+#define INLINE static inline __attribute__((always_inline)) TARGET
+
+static inline uint32_t ld32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline uint16_t ld16(const void *p)
+{
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Decode streams each weight byte once, from DRAM. Rows [r, r + R) are one
+ * contiguous region, but a tile walks it as R interleaved short streams,
+ * which the hardware prefetcher picks up late; so while a tile works through
+ * its region it prefetches the next region (PF_AHEAD bytes further on) at
+ * the same pace, `step` bytes per step, into L2 (a whole tile of long rows
+ * would not fit in L1 alongside the current one). */
+#ifndef PF_AHEAD_TILES
+#define PF_AHEAD_TILES 2
+#endif
+INLINE void prefetch_step(const char *p, const int step)
+{
+    _Pragma("GCC unroll 8") for (int o = 0; o < step; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+}
+
+/* ---- float formats ------------------------------------------------------- */
+
+INLINE __m512 wload_f32(const void *row, int64_t c, __mmask16 m)
+{
+    return _mm512_maskz_loadu_ps(m, (const float *)row + c);
+}
+
+INLINE __m512 wload_f16(const void *row, int64_t c, __mmask16 m)
+{
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + c));
+}
+
+/* bf16 is the top half of an fp32: widen and shift, exact. */
+INLINE __m512 wload_bf16(const void *row, int64_t c, __mmask16 m)
+{
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + c));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+
+/* y[t][r + i] for i < R, t < T over all columns. Masked loads cover the
+ * column tail without reading past the row. */
+#define FLOAT_TILE(NAME, WLOAD, ES)                                                          \
+    INLINE void NAME(float *y, int64_t ys, const char *w, size_t rb, int64_t r, const char *x,  \
+                     size_t xs, int t0, int64_t n, const int R, const int T)                 \
+    {                                                                                        \
+        __m512 acc[4][4];                                                                    \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                  \
+            _Pragma("GCC unroll 4") for (int j = 0; j < T; j++) acc[i][j] = _mm512_setzero_ps(); \
+        const char *wr = w + (size_t)r * rb;                                                 \
+        const float *xt = (const float *)(x + (size_t)t0 * xs);                              \
+        size_t xf = xs / sizeof(float);                                                      \
+        const char *pf = wr + (size_t)R * rb * PF_AHEAD_TILES;                               \
+        for (int64_t c = 0; c < n; c += 16) {                                                \
+            __mmask16 m = n - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - c)) - 1); \
+            if (T == 1) prefetch_step(pf + (size_t)c * R * ES, 16 * R * ES);                \
+            __m512 wv[4];                                                                    \
+            _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                              \
+                wv[i] = WLOAD(wr + (size_t)i * rb, c, m);                                    \
+            _Pragma("GCC unroll 4") for (int j = 0; j < T; j++) {                            \
+                __m512 xv = _mm512_maskz_loadu_ps(m, xt + (size_t)j * xf + c);               \
+                _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                          \
+                    acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);                       \
+            }                                                                                \
+        }                                                                                    \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                  \
+            _Pragma("GCC unroll 4") for (int j = 0; j < T; j++)                              \
+                y[(t0 + j) * ys + r + i] = _mm512_reduce_add_ps(acc[i][j]);                  \
+    }
+
+FLOAT_TILE(tile_f32, wload_f32, 4)
+FLOAT_TILE(tile_f16, wload_f16, 2)
+FLOAT_TILE(tile_bf16, wload_bf16, 2)
+
+/* Rows outer, tokens inner: a 4-row strip of weights stays in L1/L2 while
+ * every token passes over it, so weights stream from memory once per call. */
+#define FLOAT_GEMM(NAME, TILE)                                                               \
+    static TARGET void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, \
+                            const void *x, size_t xs, int nt)                                \
+    {                                                                                        \
+        size_t rb = ek_row_bytes(w->dtype, w->cols);                                         \
+        const char *wd = w->data, *xd = x;                                                   \
+        int64_t n = w->cols;                                                                 \
+        for (int64_t r = r0; r < r1;) {                                                      \
+            int R = r1 - r >= 4 ? 4 : 1;                                                     \
+            for (int t = 0; t < nt; t += 4) {                                                \
+                int T = nt - t >= 4 ? 4 : nt - t;                                            \
+                if (R == 4) {                                                                \
+                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 4);                  \
+                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 3);             \
+                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 2);             \
+                    else TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 1);                         \
+                } else {                                                                     \
+                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 4);                  \
+                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 3);             \
+                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 2);             \
+                    else TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 1);                         \
+                }                                                                            \
+            }                                                                                \
+            r += R;                                                                          \
+        }                                                                                    \
+    }
+
+FLOAT_GEMM(gemm_f32, tile_f32)
+FLOAT_GEMM(gemm_f16, tile_f16)
+FLOAT_GEMM(gemm_bf16, tile_bf16)
+
+/* ---- Q8_0 / Q4_0, few tokens: row-oriented ------------------------------ */
+
+/* One weight block as 32 unsigned bytes (the value plus its offset) in a
+ * 256-bit vector, in the element order of the activation block. */
+INLINE __m256i wblock_q8(const ek_block_q8_0 *b)
+{
+    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)b->q), _mm256_set1_epi8(-128));
+}
+
+/* Q4_0 byte j holds elements j (low nibble) and j + 16 (high nibble): the
+ * same 16 bytes in both halves, the upper half shifted down by 4. */
+INLINE __m256i wblock_q4(const ek_block_q4_0 *b)
+{
+    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b->qs));
+    v = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+INLINE __m256 half_bcast256(uint16_t h) { return _mm256_cvtph_ps(_mm_set1_epi16((short)h)); }
+
+INLINE float hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* R rows x T tokens, one block at a time. The activation side (block, its
+ * scale, and minus offset x sum as the initial int32 accumulator) is
+ * prepared once per block and token and reused for the R rows. */
+INLINE void qrow_tile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, const char *x,
+                      size_t xs, int t0, int64_t nb, const int R, const int T, const int q4)
+{
+    __m256 acc[8][3];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)
+        _Pragma("GCC unroll 3") for (int j = 0; j < T; j++) acc[i][j] = _mm256_setzero_ps();
+    const __m256i off = _mm256_set1_epi8(q4 ? 8 : (char)0x80);
+    const size_t bb = q4 ? sizeof(ek_block_q4_0) : sizeof(ek_block_q8_0);
+    const char *pf = w + (size_t)(r + R * PF_AHEAD_TILES) * rb;
+    for (int64_t b = 0; b < nb; b++) {
+        if (T == 1) prefetch_step(pf + (size_t)b * R * bb, (int)(R * bb));
+        __m256i xq[3], xc[3];
+        __m256 dx[3];
+        _Pragma("GCC unroll 3") for (int j = 0; j < T; j++) {
+            const ek_block_q8_0 *xb = (const ek_block_q8_0 *)(x + (size_t)(t0 + j) * xs) + b;
+            xq[j] = _mm256_loadu_si256((const __m256i *)xb->q);
+            /* offset * sum(x), negated: dpbusd on top of it gives the exact dot */
+            xc[j] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                     _mm256_dpbusd_epi32(_mm256_setzero_si256(), off, xq[j]));
+            dx[j] = half_bcast256(xb->d);
+        }
+        _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
+            const char *wr = w + (size_t)(r + i) * rb;
+            __m256i wq;
+            __m256 dw;
+            if (q4) {
+                const ek_block_q4_0 *wb = (const ek_block_q4_0 *)wr + b;
+                wq = wblock_q4(wb);
+                dw = half_bcast256(ld16(&wb->d));
+            } else {
+                const ek_block_q8_0 *wb = (const ek_block_q8_0 *)wr + b;
+                wq = wblock_q8(wb);
+                dw = half_bcast256(ld16(&wb->d));
+            }
+            _Pragma("GCC unroll 3") for (int j = 0; j < T; j++) {
+                __m256i dot = _mm256_dpbusd_epi32(xc[j], wq, xq[j]);
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx[j]),
+                                            acc[i][j]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)
+        _Pragma("GCC unroll 3") for (int j = 0; j < T; j++)
+            y[(t0 + j) * ys + r + i] = hsum256(acc[i][j]);
+}
+
+#define QROW_GEMM(NAME, Q4)                                                                  \
+    static TARGET void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, \
+                            const void *x, size_t xs, int nt)                                \
+    {                                                                                        \
+        size_t rb = ek_row_bytes(w->dtype, w->cols);                                         \
+        const char *wd = w->data, *xd = x;                                                   \
+        int64_t nb = w->cols / EK_QBLOCK;                                                    \
+        int64_t r = r0;                                                                      \
+        if (nt == 1)                                                                         \
+            for (; r + 8 <= r1; r += 8) qrow_tile(y, ys, wd, rb, r, xd, xs, 0, nb, 8, 1, Q4); \
+        for (; r < r1;) {                                                                    \
+            int R = r1 - r >= 4 ? 4 : 1;                                                     \
+            for (int t = 0; t < nt; t += 3) {                                                \
+                int T = nt - t >= 3 ? 3 : nt - t;                                            \
+                if (R == 4) {                                                                \
+                    if (T == 3) qrow_tile(y, ys, wd, rb, r, xd, xs, t, nb, 4, 3, Q4);         \
+                    else if (T == 2) qrow_tile(y, ys, wd, rb, r, xd, xs, t, nb, 4, 2, Q4);    \
+                    else qrow_tile(y, ys, wd, rb, r, xd, xs, t, nb, 4, 1, Q4);                \
+                } else {                                                                     \
+                    if (T == 3) qrow_tile(y, ys, wd, rb, r, xd, xs, t, nb, 1, 3, Q4);         \
+                    else if (T == 2) qrow_tile(y, ys, wd, rb, r, xd, xs, t, nb, 1, 2, Q4);    \
+                    else qrow_tile(y, ys, wd, rb, r, xd, xs, t, nb, 1, 1, Q4);                \
+                }                                                                            \
+            }                                                                                \
+            r += R;                                                                          \
+        }                                                                                    \
+    }
+
+QROW_GEMM(gemm_q8_0_rows, 0)
+QROW_GEMM(gemm_q4_0_rows, 1)
+
+/* ---- Q8_0 / Q4_0, many tokens: token-major packed activations ------------ */
+
+/* Per (block, group of 16 tokens): 8 vectors of activation bytes (vector k
+ * = bytes 4k..4k+3 of each token), the int32 starting accumulators
+ * (-offset * sum of the token's block) and the fp32 token scales. Missing
+ * tokens of the last group are zeros and contribute nothing. */
+enum { PK_VEC = 64, PK_CORR = 8, PK_SCALE = 9, PK_BYTES = 10 * PK_VEC };
+/* Tokens are done in passes of up to PK_MAX_G groups (32 tokens): a tile of
+ * 4 rows x 2 groups re-reads each packed byte for 4 rows, and keeps the
+ * packed stream from L2 small enough per vpdpbusd (3 or 4 groups need
+ * fewer rows to fit the registers, and measured ~15% slower). Blocks are
+ * packed PK_KC at a time: 64 x 2 x 640 B = 80 KiB on the stack, which sits
+ * in L2 while every row of the call passes over it. */
+enum { PK_KC = 64, PK_MAX_G = 2 };
+
+static TARGET void pack_x(uint8_t *xp, const char *x, size_t xs, int nt, int G, int64_t b0,
+                          int64_t nb, int off_shift)
+{
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)xs));
+    const __m512i ones = _mm512_set1_epi8(1), zero = _mm512_setzero_si512();
+    for (int g = 0; g < G; g++) {
+        int left = nt - 16 * g;
+        __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+        const char *xg = x + (size_t)(16 * g) * xs;
+        for (int64_t b = 0; b < nb; b++) {
+            const char *base = xg + (size_t)(b0 + b) * sizeof(ek_block_q8_0);
+            uint8_t *o = xp + (size_t)(b * G + g) * PK_BYTES;
+            __m512i sum = zero;
+            for (int k = 0; k < 8; k++) {
+                __m512i v = _mm512_mask_i32gather_epi32(zero, m, idx, base + 2 + 4 * k, 1);
+                _mm512_store_si512((__m512i *)(o + k * PK_VEC), v);
+                sum = _mm512_dpbusd_epi32(sum, ones, v);
+            }
+            _mm512_store_si512((__m512i *)(o + PK_CORR * PK_VEC),
+                               _mm512_sub_epi32(zero, _mm512_slli_epi32(sum, (unsigned)off_shift)));
+            /* the dword at the block start is d plus two q bytes: keep d */
+            __m512i d = _mm512_mask_i32gather_epi32(zero, m, idx, base, 1);
+            _mm512_store_ps(o + PK_SCALE * PK_VEC, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
+        }
+    }
+}
+
+/* R rows x 16G tokens over nb packed blocks into tile[i][t]. Per block: int32
+ * accumulators start at the offset correction, take 8 vpdpbusd each (one
+ * per weight dword), then are scaled by d_w * d_x into fp32. */
+INLINE void qpk_tile(float *tile, const char *w, size_t rb, int64_t r, const uint8_t *xp,
+                     int64_t b0, int64_t nb, const int R, const int G, const int q4)
+{
+    __m512 acc[6][PK_MAX_G];
+    _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+        _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) acc[i][g] = _mm512_setzero_ps();
+    const size_t bb = q4 ? sizeof(ek_block_q4_0) : sizeof(ek_block_q8_0);
+    const char *wb = w + (size_t)r * rb + (size_t)b0 * bb;
+    const __m512i m80 = _mm512_set1_epi8((char)0x80), m0f = _mm512_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++, wb += bb) {
+        const uint8_t *xb = xp + (size_t)b * G * PK_BYTES;
+        __m512i ia[6][PK_MAX_G];
+        _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+            _Pragma("GCC unroll 2") for (int g = 0; g < G; g++)
+                ia[i][g] = _mm512_load_si512((const __m512i *)(xb + g * PK_BYTES + PK_CORR * PK_VEC));
+        if (!q4) {
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                __m512i wv[6];
+                _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+                    wv[i] = _mm512_xor_si512(
+                        _mm512_set1_epi32((int)ld32(wb + (size_t)i * rb + 2 + 4 * k)), m80);
+                _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
+                    __m512i xv = _mm512_load_si512((const __m512i *)(xb + g * PK_BYTES + k * PK_VEC));
+                    _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], wv[i], xv);
+                }
+            }
+        } else {
+            /* dword k of qs: low nibbles are elements 4k.., high ones 16+4k.. */
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                __m512i lo[6], hi[6];
+                _Pragma("GCC unroll 6") for (int i = 0; i < R; i++) {
+                    __m512i v = _mm512_set1_epi32((int)ld32(wb + (size_t)i * rb + 2 + 4 * k));
+                    lo[i] = _mm512_and_si512(v, m0f);
+                    hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+                }
+                _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
+                    __m512i xl = _mm512_load_si512((const __m512i *)(xb + g * PK_BYTES + k * PK_VEC));
+                    __m512i xh =
+                        _mm512_load_si512((const __m512i *)(xb + g * PK_BYTES + (k + 4) * PK_VEC));
+                    _Pragma("GCC unroll 6") for (int i = 0; i < R; i++) {
+                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], lo[i], xl);
+                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], hi[i], xh);
+                    }
+                }
+            }
+        }
+        __m512 dw[6];
+        _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+            dw[i] = _mm512_cvtph_ps(_mm256_set1_epi16((short)ld16(wb + (size_t)i * rb)));
+        _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
+            __m512 dx = _mm512_load_ps(xb + g * PK_BYTES + PK_SCALE * PK_VEC);
+            _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+                acc[i][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i][g]), _mm512_mul_ps(dw[i], dx),
+                                            acc[i][g]);
+        }
+    }
+    _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+        _Pragma("GCC unroll 2") for (int g = 0; g < G; g++)
+            _mm512_store_ps(tile + i * 64 + g * 16, acc[i][g]);
+}
+
+typedef void (*qpk_fn)(float *tile, const char *w, size_t rb, int64_t r, const uint8_t *xp,
+                       int64_t b0, int64_t nb);
+/* Rows per tile for G token groups: as many as fit 32 registers with the
+ * R*G int32 and R*G fp32 accumulators plus the broadcast weights. */
+static const int qpk_rows[PK_MAX_G + 1] = {0, 6, 4};
+
+#define QPK(R, G, Q4)                                                                         \
+    static TARGET void qpk_##R##_##G##_##Q4(float *tile, const char *w, size_t rb, int64_t r,  \
+                                            const uint8_t *xp, int64_t b0, int64_t nb)        \
+    {                                                                                         \
+        qpk_tile(tile, w, rb, r, xp, b0, nb, R, G, Q4);                                       \
+    }
+QPK(6, 1, 0) QPK(4, 2, 0) QPK(1, 1, 0) QPK(1, 2, 0)
+QPK(6, 1, 1) QPK(4, 2, 1) QPK(1, 1, 1) QPK(1, 2, 1)
+
+/* [q4][G - 1][full tile, single row] */
+static const qpk_fn qpk_table[2][PK_MAX_G][2] = {
+    {{qpk_6_1_0, qpk_1_1_0}, {qpk_4_2_0, qpk_1_2_0}},
+    {{qpk_6_1_1, qpk_1_1_1}, {qpk_4_2_1, qpk_1_2_1}},
+};
+
+/* Passes of up to 16 * PK_MAX_G tokens. */
+static TARGET void gemm_q_packed(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
+                                 int64_t r1, const char *x, size_t xs, int nt, int q4)
+{
+    alignas(64) uint8_t xp[PK_KC * PK_MAX_G * PK_BYTES];
+    alignas(64) float tile[6 * 64];
+    size_t rb = ek_row_bytes(w->dtype, w->cols);
+    int64_t nbt = w->cols / EK_QBLOCK;
+    for (int t0 = 0; t0 < nt; t0 += 16 * PK_MAX_G) {
+        int T = nt - t0 < 16 * PK_MAX_G ? nt - t0 : 16 * PK_MAX_G;
+        int G = (T + 15) / 16, R = qpk_rows[G];
+        const char *xt = x + (size_t)t0 * xs;
+        float *yt = y + (int64_t)t0 * ys;
+        for (int64_t b0 = 0; b0 < nbt; b0 += PK_KC) {
+            int64_t nb = nbt - b0 < PK_KC ? nbt - b0 : PK_KC;
+            pack_x(xp, xt, xs, T, G, b0, nb, q4 ? 3 : 7);
+            for (int64_t r = r0; r < r1;) {
+                int full = r1 - r >= R, n = full ? R : 1;
+                qpk_table[q4][G - 1][!full](tile, w->data, rb, r, xp, b0, nb);
+                for (int i = 0; i < n; i++)
+                    for (int t = 0; t < T; t++) {
+                        float *o = &yt[t * ys + r + i];
+                        *o = b0 ? *o + tile[i * 64 + t] : tile[i * 64 + t];
+                    }
+                r += n;
+            }
+        }
+    }
+}
+
+/* Below this many tokens the packing does not pay for itself. */
+#define PACK_MIN_TOKENS 6
+
+static TARGET void gemm_q8_0(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                             const void *x, size_t xs, int nt)
+{
+    if (nt >= PACK_MIN_TOKENS) gemm_q_packed(y, ys, w, r0, r1, x, xs, nt, 0);
+    else gemm_q8_0_rows(y, ys, w, r0, r1, x, xs, nt);
+}
+
+static TARGET void gemm_q4_0(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                             const void *x, size_t xs, int nt)
+{
+    if (nt >= PACK_MIN_TOKENS) gemm_q_packed(y, ys, w, r0, r1, x, xs, nt, 1);
+    else gemm_q4_0_rows(y, ys, w, r0, r1, x, xs, nt);
+}
+
+/* ---- activation quantization -------------------------------------------- */
+
+/* Bit-identical to q8_0_from_f32 in formats.c: amax ignores NaN as fmaxf
+ * does (max_ps returns its second operand when the first is NaN), d and 1/d
+ * are the same IEEE fp32 divisions, f16 rounding is vcvtps2ph's round to
+ * nearest even, and roundf's half-away-from-zero is trunc plus a step when
+ * the dropped fraction is >= 0.5. Out-of-range and NaN products convert to
+ * 0x80000000 as cvttss2si does, and vpmovdb keeps the low byte as the
+ * scalar (int8_t) cast does. */
+INLINE __m128i round_q8(__m512 v)
+{
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512 frac = _mm512_abs_ps(_mm512_sub_ps(v, t));
+    __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    /* copysign(1, v): 1.0f's bits with v's sign bit */
+    __m512 step = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+        _mm512_castps_si512(v), _mm512_set1_epi32(0x3f800000), _mm512_set1_epi32(INT32_MIN),
+        0xe4)); /* sign from a (mask c), the rest from b */
+    t = _mm512_mask_add_ps(t, up, t, step);
+    return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(t));
+}
+
+static TARGET void quantize_q8_0(const float *x, void *dst, int64_t n)
+{
+    ek_block_q8_0 *out = dst;
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / EK_QBLOCK; b++) {
+        __m512 v0 = _mm512_loadu_ps(x + b * EK_QBLOCK), v1 = _mm512_loadu_ps(x + b * EK_QBLOCK + 16);
+        __m512 a = _mm512_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), zero),
+                                 _mm512_max_ps(_mm512_abs_ps(v1), zero));
+        float amax = _mm512_reduce_max_ps(a);
+        float d = amax / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        out[b].d = (uint16_t)_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+        __m512 vid = _mm512_set1_ps(id);
+        _mm_storeu_si128((__m128i *)out[b].q, round_q8(_mm512_mul_ps(v0, vid)));
+        _mm_storeu_si128((__m128i *)(out[b].q + 16), round_q8(_mm512_mul_ps(v1, vid)));
+    }
+}
+
+static const ek_kernel_set avx512_set = {
+    "avx512",
+    {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
+     [ET_Q4_0] = gemm_q4_0},
+    quantize_q8_0,
+};
+
+const ek_kernel_set *ek_kernels_avx512(void) { return &avx512_set; }
+
+#else /* not x86-64 */
 const ek_kernel_set *ek_kernels_avx512(void) { return NULL; }
+#endif

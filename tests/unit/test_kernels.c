@@ -202,6 +202,278 @@ static void f16_encoding_rounds_to_nearest_even(void)
     CHECK(ek_f32_to_f16(-1e-9f) == 0x8000);
 }
 
+/* ---- SIMD sets against their scalar twin --------------------------------- */
+
+/* The SIMD sets this CPU runs (not "scalar"); fills names, returns count. */
+static int simd_sets(const ek_kernel_set **out)
+{
+    static const char *const names[] = {"avx2", "avx512", "neon"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const ek_kernel_set *k = ek_kernels_by_name(names[i]);
+        if (k) out[n++] = k;
+    }
+    return n;
+}
+
+/* Random weights whose magnitude changes from row to row, so block scales
+ * (and float exponents) differ. */
+static void *random_matrix_scaled(et_dtype dt, int64_t rows, int64_t cols)
+{
+    float *f = malloc((size_t)cols * sizeof(float));
+    void *w = malloc((size_t)rows * ek_row_bytes(dt, cols));
+    for (int64_t r = 0; r < rows; r++) {
+        float scale = ldexpf(1.0f, (int)(rng % 9) - 4);
+        for (int64_t c = 0; c < cols; c++) f[c] = scale * frand();
+        ek_format_of(dt)->from_f32(f, (char *)w + (size_t)r * ek_row_bytes(dt, cols), cols);
+    }
+    free(f);
+    return w;
+}
+
+/* Tolerance for two fp32 evaluations of the same dot product that differ
+ * only in the order (and fusing) of their additions: both are within
+ * ~sqrt(n) * 2^-24 * sum|w x| of the exact value in the typical case; we
+ * allow 1e-6 * sqrt(n + 1) * sum|w x| (17x that). The integer block dots of
+ * Q8_0/Q4_0 are exact, so the same bound holds there with n = columns. */
+static double pair_tolerance(double mag, int64_t n) { return 1e-6 * sqrt((double)n + 1) * mag + 1e-30; }
+
+#define SENTINEL (-12345.0f)
+
+/* One shape: the SIMD set's gemm over three uneven row ranges (as threads
+ * would split them, starts not multiples of 16) into a y whose stride is
+ * larger than rows, against the scalar set over the whole range. Returns
+ * the number of mismatches reported. */
+static int simd_case(const ek_kernel_set *k, et_dtype dt, int64_t R, int64_t C, int T)
+{
+    const ek_kernel_set *ref = ek_kernels_scalar();
+    const ek_format *fmt = ek_format_of(dt);
+    int64_t ys = R + 3;
+    void *w = random_matrix_scaled(dt, R, C);
+    float *wf = malloc((size_t)(R * C) * sizeof(float));
+    float *x = malloc((size_t)(T * C) * sizeof(float));
+    float *xf = malloc((size_t)(T * C) * sizeof(float));
+    float *y = malloc((size_t)(T * ys) * sizeof(float));
+    float *y0 = malloc((size_t)(T * ys) * sizeof(float));
+    ek_matrix m = {dt, w, R, C};
+    for (int64_t r = 0; r < R; r++) ek_row_to_f32(wf + r * C, &m, r);
+    for (int64_t i = 0; i < T * C; i++) x[i] = ldexpf(frand(), (int)(i / C % 5) - 2);
+    size_t xs = (size_t)C * sizeof(float);
+    void *xq = NULL, *xq0 = NULL;
+    memcpy(xf, x, (size_t)(T * C) * sizeof(float));
+    int bad = 0;
+    if (fmt->act == ET_Q8_0) {
+        /* activations from the set's own quantizer, which must equal the
+         * scalar one byte for byte */
+        xs = ek_row_bytes(ET_Q8_0, C);
+        xq = malloc((size_t)T * xs);
+        xq0 = malloc((size_t)T * xs);
+        for (int t = 0; t < T; t++) {
+            k->quantize_q8_0(x + t * C, (char *)xq + (size_t)t * xs, C);
+            ref->quantize_q8_0(x + t * C, (char *)xq0 + (size_t)t * xs, C);
+            ek_format_of(ET_Q8_0)->to_f32((char *)xq + (size_t)t * xs, xf + t * C, C);
+        }
+        if (memcmp(xq, xq0, (size_t)T * xs)) {
+            CHECK_MSG(0, "%s quantize_q8_0 differs from scalar (%lld cols)", k->name, (long long)C);
+            bad++;
+        }
+    }
+    for (int64_t i = 0; i < T * ys; i++) y[i] = y0[i] = SENTINEL;
+    int64_t a = R / 3, b = R - R / 4;
+    const void *xin = xq ? xq : x;
+    k->gemm[dt](y, ys, &m, a, b, xin, xs, T);
+    k->gemm[dt](y, ys, &m, 0, a, xin, xs, T);
+    k->gemm[dt](y, ys, &m, b, R, xin, xs, T);
+    ref->gemm[dt](y0, ys, &m, 0, R, xin, xs, T);
+    for (int t = 0; t < T && bad < 5; t++) {
+        for (int64_t r = R; r < ys; r++)
+            if (y[t * ys + r] != SENTINEL) {
+                CHECK_MSG(0, "%s %s %lldx%lld x%d: wrote y[%d][%lld] past rows", k->name,
+                          fmt->name, (long long)R, (long long)C, T, t, (long long)r);
+                bad++;
+            }
+        for (int64_t r = 0; r < R; r++) {
+            double mag = 0;
+            for (int64_t c = 0; c < C; c++) mag += fabs((double)wf[r * C + c] * xf[t * C + c]);
+            double got = y[t * ys + r], want = y0[t * ys + r];
+            if (!(fabs(got - want) <= pair_tolerance(mag, C))) {
+                CHECK_MSG(0, "%s %s %lldx%lld x%d: y[%d][%lld] = %.9g, scalar %.9g (mag %g)",
+                          k->name, fmt->name, (long long)R, (long long)C, T, t, (long long)r,
+                          got, want, mag);
+                if (++bad >= 5) break;
+            }
+        }
+    }
+    free(w);
+    free(wf);
+    free(x);
+    free(xf);
+    free(y);
+    free(y0);
+    free(xq);
+    free(xq0);
+    return bad;
+}
+
+/* Odd shapes: rows 1..67, tokens 1..9 and the prefill sizes around 16, 32,
+ * 64 (and past 64, which the packed kernels do in passes), columns that
+ * leave every SIMD tail for the float formats and 1..20 blocks (and 65, past
+ * the 64-block packing chunk) for the block formats. */
+static void simd_sets_match_scalar_twin(void)
+{
+    static const int64_t rows_list[] = {1, 2, 3, 4, 5, 6, 7, 9, 13, 16, 17, 31, 33, 67};
+    static const int tokens_list[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 32, 33, 49, 64, 70};
+    static const int64_t cols_float[] = {1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 63, 100, 257, 1000};
+    static const int64_t blocks_list[] = {1, 2, 3, 4, 5, 7, 8, 11, 13, 16, 17, 20, 65};
+    const ek_kernel_set *sets[4];
+    int n_sets = simd_sets(sets);
+    if (!n_sets) printf("  (no SIMD kernel set on this CPU: nothing to compare)\n");
+    for (int si = 0; si < n_sets; si++)
+        for (int dt = 0; dt < ET_DTYPE_COUNT; dt++) {
+            const ek_format *fmt = ek_format_of((et_dtype)dt);
+            REQUIRE(sets[si]->gemm[dt] != NULL);
+            int pick = 0;
+            for (size_t ri = 0; ri < sizeof rows_list / sizeof *rows_list; ri++)
+                for (size_t ti = 0; ti < sizeof tokens_list / sizeof *tokens_list; ti++) {
+                    int T = tokens_list[ti];
+                    int64_t R = rows_list[ri];
+                    /* big tokens x big rows is slow under the sanitizers and
+                     * adds nothing the smaller cases do not cover */
+                    if (T > 17 && R > 17 && R != 33) continue;
+                    for (int rep = 0; rep < 2; rep++, pick++) {
+                        int64_t C = fmt->block == 1
+                                        ? cols_float[pick % (sizeof cols_float / sizeof *cols_float)]
+                                        : EK_QBLOCK * blocks_list[pick % (sizeof blocks_list /
+                                                                          sizeof *blocks_list)];
+                        if (simd_case(sets[si], (et_dtype)dt, R, C, T)) return;
+                    }
+                }
+        }
+}
+
+/* quantize_q8_0 of every SIMD set against the scalar one, byte for byte. */
+static int quantize_blocks_agree(const ek_kernel_set *k, const float *x, int64_t n_blocks,
+                                 const char *what)
+{
+    size_t bytes = (size_t)n_blocks * sizeof(ek_block_q8_0);
+    unsigned char *a = malloc(bytes), *b = malloc(bytes);
+    k->quantize_q8_0(x, a, n_blocks * EK_QBLOCK);
+    ek_kernels_scalar()->quantize_q8_0(x, b, n_blocks * EK_QBLOCK);
+    int ok = memcmp(a, b, bytes) == 0;
+    if (!ok)
+        for (int64_t i = 0; i < n_blocks; i++)
+            if (memcmp(a + i * sizeof(ek_block_q8_0), b + i * sizeof(ek_block_q8_0),
+                       sizeof(ek_block_q8_0))) {
+                const ek_block_q8_0 *ba = (const ek_block_q8_0 *)a + i, *bb = (const ek_block_q8_0 *)b + i;
+                int j = 0;
+                while (j < EK_QBLOCK && ba->q[j] == bb->q[j]) j++;
+                CHECK_MSG(0, "%s quantize_q8_0 (%s) block %lld: d %04x vs %04x, q[%d] %d vs %d (x %.9g)",
+                          k->name, what, (long long)i, ba->d, bb->d, j % EK_QBLOCK,
+                          ba->q[j % EK_QBLOCK], bb->q[j % EK_QBLOCK],
+                          (double)x[i * EK_QBLOCK + j % EK_QBLOCK]);
+                break;
+            }
+    free(a);
+    free(b);
+    return ok;
+}
+
+static void simd_quantize_q8_0_is_bit_identical(void)
+{
+    const ek_kernel_set *sets[4];
+    int n_sets = simd_sets(sets);
+    enum { NB = 1 << 14 };
+    float *x = malloc((size_t)NB * EK_QBLOCK * sizeof(float));
+    for (int si = 0; si < n_sets; si++) {
+        const ek_kernel_set *k = sets[si];
+        /* random blocks over a wide range of exponents, both signs */
+        for (int64_t i = 0; i < (int64_t)NB * EK_QBLOCK; i++)
+            x[i] = ldexpf(frand(), (int)((i / EK_QBLOCK) % 200) - 100);
+        if (!quantize_blocks_agree(k, x, NB, "random")) continue;
+        /* zeros, -0, a block with a single non-zero, huge and tiny values
+         * (tiny enough that 1/d overflows to inf), subnormals */
+        static const float specials[] = {0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, 1e-38f, 1e-37f,
+                                         6e-8f, 65504.0f * 127, 65520.0f * 127, 1e30f, 3.4e38f,
+                                         -3.4e38f, 1.0f, -1.0f, 0.5f};
+        enum { NS = sizeof specials / sizeof *specials };
+        int64_t nb = 0;
+        for (int s1 = 0; s1 < NS; s1++)
+            for (int s2 = 0; s2 < NS; s2++, nb++)
+                for (int j = 0; j < EK_QBLOCK; j++)
+                    x[nb * EK_QBLOCK + j] = j == 0 ? specials[s1] : j == 7 ? specials[s2] : j % 3 == 0 ? 0.0f : specials[(s1 + j) % NS] * 0.37f;
+        if (!quantize_blocks_agree(k, x, nb, "special values")) continue;
+        /* ties: amax = 127 makes d = 1 and x * id = x, so q = roundf(x):
+         * every k + 0.5 and its float neighbours, both signs */
+        nb = 0;
+        for (int kk = 0; kk < 127; kk++)
+            for (int sgn = 0; sgn < 2; sgn++, nb++) {
+                float *b = x + nb * EK_QBLOCK;
+                b[0] = 127.0f;
+                float t = (float)kk + 0.5f;
+                for (int j = 1; j < EK_QBLOCK; j++) {
+                    float v = t;
+                    for (int u = 0; u < (j % 8); u++) v = nextafterf(v, j < 16 ? 0.0f : 200.0f);
+                    b[j] = sgn ? -v : v;
+                }
+            }
+        if (!quantize_blocks_agree(k, x, nb, "ties")) continue;
+        /* every float in [0.25, 127) with a stride of 97 bit patterns, as
+         * the non-maximal elements of d = 1 blocks: the rounding step over
+         * its whole range */
+        nb = 0;
+        int j = 1;
+        uint32_t bits = 0x3e800000u; /* 0.25f */
+        for (;;) {
+            float v;
+            memcpy(&v, &bits, sizeof v);
+            if (v >= 127.0f) break;
+            if (j == 1) x[nb * EK_QBLOCK] = 127.0f;
+            x[nb * EK_QBLOCK + j] = (bits & 1) ? -v : v;
+            if (++j == EK_QBLOCK) {
+                j = 1;
+                if (++nb == NB) {
+                    if (!quantize_blocks_agree(k, x, nb, "rounding sweep")) break;
+                    nb = 0;
+                }
+            }
+            bits += 97;
+        }
+        if (nb) quantize_blocks_agree(k, x, nb, "rounding sweep");
+        /* the f16 rounding of d: for every finite half h, amax values whose
+         * d = amax / 127 falls at and around the midpoint of h and h + 1 */
+        nb = 0;
+        for (uint32_t h = 0; h < 0x7bff; h++) {
+            float mid = 0.5f * (ek_f16_to_f32((uint16_t)h) + ek_f16_to_f32((uint16_t)(h + 1)));
+            float amax = mid * 127.0f;
+            for (int u = -2; u <= 2; u++) {
+                float am = amax;
+                for (int s = 0; s < (u < 0 ? -u : u); s++) am = nextafterf(am, u < 0 ? 0.0f : INFINITY);
+                float *b = x + nb * EK_QBLOCK;
+                for (int jj = 0; jj < EK_QBLOCK; jj++) b[jj] = am * frand();
+                b[h % EK_QBLOCK] = (h & 1) ? -am : am;
+                if (++nb == NB) {
+                    if (!quantize_blocks_agree(k, x, nb, "f16 scale midpoints")) goto next_set;
+                    nb = 0;
+                }
+            }
+        }
+        if (nb) quantize_blocks_agree(k, x, nb, "f16 scale midpoints");
+    next_set:;
+    }
+    free(x);
+}
+
+/* The set the CPU picks is one that runs here, and a name that is not a set
+ * gives NULL. */
+static void best_set_is_runnable(void)
+{
+    const ek_kernel_set *best = ek_kernels_best();
+    REQUIRE(best != NULL);
+    CHECK(ek_kernels_by_name(best->name) == best);
+    CHECK(ek_kernels_by_name("sse9") == NULL);
+    printf("  best kernel set here: %s\n", best->name);
+}
+
 static void rope_rotates_leading_dims_only(void)
 {
     enum { HD = 48, ROT = 16 };
@@ -270,6 +542,9 @@ int main(void)
     RUN(f16_encoding_rounds_to_nearest_even);
     RUN(block_formats_round_trip);
     RUN(gemm_matches_double_reference);
+    RUN(best_set_is_runnable);
+    RUN(simd_quantize_q8_0_is_bit_identical);
+    RUN(simd_sets_match_scalar_twin);
     RUN(rope_rotates_leading_dims_only);
     RUN(softmax_and_activations);
     RUN(rmsnorm_matches_definition);
