@@ -15,9 +15,13 @@
 
 /* Work is handed out in parts claimed one at a time, so a worker that the
  * OS has not scheduled yet delays nobody: whoever runs takes the next part.
- * A claim is one 64-bit word, (run number << 32) | next part, so a worker
- * that wakes up late can never take a part of a later run with the task of
- * an earlier one: its compare-and-swap carries the run number it read. */
+ * A claim is one 64-bit word, run number (32 bits) | next part (16) | number
+ * of parts (16), so a worker that wakes up late can never take a part of a
+ * later run, nor count parts against the wrong total: its compare-and-swap
+ * carries all three. The task and its context are read only after a claim
+ * succeeds, when the run cannot end before that part is done. */
+#define MAX_PARTS 0xffff
+
 struct ember_pool {
     int n;
     pthread_t *threads;
@@ -29,7 +33,6 @@ struct ember_pool {
     atomic_bool stop;
     _Atomic(pool_task) fn;
     _Atomic(void *) ctx;
-    atomic_int n_parts;
     uint32_t run; /* written by the caller only */
 };
 
@@ -50,15 +53,16 @@ static inline void cpu_relax(void)
 /* Claims and runs parts of run `run` until none is left. */
 static void work(ember_pool *pool, uint32_t run, int worker)
 {
-    pool_task fn = atomic_load_explicit(&pool->fn, memory_order_relaxed);
-    void *ctx = atomic_load_explicit(&pool->ctx, memory_order_relaxed);
-    int n_parts = atomic_load_explicit(&pool->n_parts, memory_order_relaxed);
     uint_fast64_t c = atomic_load_explicit(&pool->claim, memory_order_acquire);
-    while ((uint32_t)(c >> 32) == run && (int)(uint32_t)c < n_parts) {
-        if (!atomic_compare_exchange_weak_explicit(&pool->claim, &c, c + 1, memory_order_acq_rel,
-                                                   memory_order_acquire))
+    for (;;) {
+        const int next = (int)((c >> 16) & MAX_PARTS), n_parts = (int)(c & MAX_PARTS);
+        if ((uint32_t)(c >> 32) != run || next >= n_parts) return;
+        if (!atomic_compare_exchange_weak_explicit(&pool->claim, &c, c + ((uint_fast64_t)1 << 16),
+                                                   memory_order_acq_rel, memory_order_acquire))
             continue;
-        fn(ctx, (int)(uint32_t)c, n_parts, worker);
+        pool_task fn = atomic_load_explicit(&pool->fn, memory_order_relaxed);
+        void *ctx = atomic_load_explicit(&pool->ctx, memory_order_relaxed);
+        fn(ctx, next, n_parts, worker);
         if (atomic_fetch_add_explicit(&pool->parts_done, 1, memory_order_acq_rel) + 1 == n_parts) {
             pthread_mutex_lock(&pool->lock); /* the caller may be asleep */
             pthread_cond_signal(&pool->done);
@@ -146,18 +150,18 @@ int pool_size(const ember_pool *pool) { return pool ? pool->n : 1; }
 void pool_run(ember_pool *pool, pool_task fn, void *ctx, int n_parts)
 {
     if (n_parts < 1) return;
-    if (!pool || pool->n == 1) {
+    if (!pool || pool->n == 1 || n_parts > MAX_PARTS) {
         for (int i = 0; i < n_parts; i++) fn(ctx, i, n_parts, 0);
         return;
     }
     atomic_store_explicit(&pool->fn, fn, memory_order_relaxed);
     atomic_store_explicit(&pool->ctx, ctx, memory_order_relaxed);
-    atomic_store_explicit(&pool->n_parts, n_parts, memory_order_relaxed);
     atomic_store_explicit(&pool->parts_done, 0, memory_order_relaxed);
     uint32_t run = ++pool->run;
     if (run == 0) run = ++pool->run; /* 0 is what a fresh worker has seen */
     pthread_mutex_lock(&pool->lock);
-    atomic_store_explicit(&pool->claim, (uint_fast64_t)run << 32, memory_order_release);
+    atomic_store_explicit(&pool->claim, ((uint_fast64_t)run << 32) | (uint_fast64_t)n_parts,
+                          memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 
