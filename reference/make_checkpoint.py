@@ -33,7 +33,7 @@ PRESETS = {
                 vocab_size=32768, sliding_window=512, max_position_embeddings=32768),
     "1.7b": dict(hidden_size=2048, num_hidden_layers=28, num_attention_heads=8,
                  num_key_value_heads=2, head_dim=256, intermediate_size=6144,
-                 vocab_size=131072, sliding_window=512, max_position_embeddings=32768),
+                 vocab_size=131072, sliding_window=512, max_position_embeddings=1048576),
 }
 DEFAULT_DTYPE = {"tiny": "f32", "mid": "bf16", "1.7b": "bf16"}
 ST_NAME = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
