@@ -35,11 +35,21 @@ typedef void (*ek_gemm_fn)(float *y, int64_t y_stride, const ek_matrix *w, int64
 /* fp32 -> Q8_0 blocks (n a multiple of 32), for activations. */
 typedef void (*ek_quantize_fn)(const float *x, void *dst, int64_t n);
 
+/* fp32 vector primitives for attention: sum a[i] b[i], and y += a x. */
+typedef float (*ek_dot_fn)(const float *a, const float *b, int64_t n);
+typedef void (*ek_axpy_fn)(float *y, float a, const float *x, int64_t n);
+
 typedef struct ek_kernel_set {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
     ek_gemm_fn gemm[ET_DTYPE_COUNT];
     ek_quantize_fn quantize_q8_0;
+    ek_dot_fn dot_f32;
+    ek_axpy_fn axpy_f32;
 } ek_kernel_set;
+
+/* The scalar twins, for sets that have no faster version. */
+float ek_dot_f32_scalar(const float *a, const float *b, int64_t n);
+void ek_axpy_f32_scalar(float *y, float a, const float *x, int64_t n);
 
 const ek_kernel_set *ek_kernels_scalar(void);
 /* The fastest set this CPU runs (from cpuid), never NULL. */

@@ -266,11 +266,34 @@ static void quantize_q8_0(const float *x, void *dst, int64_t n)
     }
 }
 
+/* Attention primitives: four-lane fused multiply-adds, scalar tail. */
+static float dot_f32_neon(const float *a, const float *b, int64_t n)
+{
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+    }
+    float r = vaddvq_f32(vaddq_f32(s0, s1));
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
+static void axpy_f32_neon(float *y, float a, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
 static const ek_kernel_set neon_dot_set = {
     "neon",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0_sdot,
      [ET_Q4_0] = gemm_q4_0_sdot},
     quantize_q8_0,
+    dot_f32_neon,
+    axpy_f32_neon,
 };
 
 static const ek_kernel_set neon_set = {
@@ -278,6 +301,8 @@ static const ek_kernel_set neon_set = {
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0_mull,
      [ET_Q4_0] = gemm_q4_0_mull},
     quantize_q8_0,
+    dot_f32_neon,
+    axpy_f32_neon,
 };
 
 const ek_kernel_set *ek_kernels_neon(void)

@@ -4,21 +4,6 @@
 #include <string.h>
 
 
-static float dot(const float *a, const float *b, int32_t n)
-{
-    float acc[8] = {0};
-    int32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
-    for (; i < n; i++) acc[i & 7] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-static void axpy(float *y, float a, const float *x, int32_t n)
-{
-    for (int32_t i = 0; i < n; i++) y[i] += a * x[i];
-}
-
 size_t attn_scratch_floats(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t n)
 {
     const size_t group = (size_t)(n_heads / n_kv_heads), d = (size_t)head_dim;
@@ -82,7 +67,7 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, 
                     const size_t th = (size_t)t * group + (size_t)h;
                     float *sc = tile_s + (size_t)h * ATTN_TILE, tile_max = -INFINITY;
                     for (int64_t j = a; j < b; j++) {
-                        sc[j - a] = dot(qh, kp[j - j0], d) * scale;
+                        sc[j - a] = s->k->dot_f32(qh, kp[j - j0], d) * scale;
                         tile_max = sc[j - a] > tile_max ? sc[j - a] : tile_max;
                     }
                     /* Online softmax: rescale what was summed under the old
@@ -97,7 +82,7 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, 
                     for (int64_t j = a; j < b; j++) {
                         float p = expf(sc[j - a] - run_max[th]);
                         run_sum[th] += p;
-                        axpy(o, p, vp[j - j0], d);
+                        s->k->axpy_f32(o, p, vp[j - j0], d);
                     }
                 }
             }

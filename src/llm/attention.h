@@ -8,9 +8,11 @@
 
 #include <stdint.h>
 
+#include "kernels/matmul.h"
 #include "llm/kv.h"
 
 typedef struct attn_shape {
+    const ek_kernel_set *k; /* dot and axpy */
     int32_t n_heads, n_kv_heads, head_dim;
     int64_t q_stride;  /* floats between the query rows of consecutive tokens */
     int64_t kv_stride; /* floats between the new key (value) rows of consecutive tokens */

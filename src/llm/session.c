@@ -205,7 +205,7 @@ static void attention_block(ember_session *s, int32_t li, int64_t p0, int32_t n)
             ek_rope_apply(k + t * qkv_dim + (int64_t)g * d, ct, st, 2 * half);
     }
 
-    attn_task task = {L, {H, KV, d, qkv_dim, qkv_dim, q_dim}, p0, n, q, k, v, s->attn,
+    attn_task task = {L, {s->exec.kernels, H, KV, d, qkv_dim, qkv_dim, q_dim}, p0, n, q, k, v, s->attn,
                       s->scores, s->scores_stride};
     pool_run(s->exec.pool, run_attention, &task, KV); /* one part per kv head */
     kv_store(L, KV, d, p0, n, k, v, qkv_dim);

@@ -535,6 +535,39 @@ static void rmsnorm_matches_definition(void)
     for (int i = 0; i < N; i++) CHECK(fabs(out[i] - w[i] * x[i] * r) < 1e-5);
 }
 
+/* The attention primitives of every set against the scalar twin, on every
+ * length from 0 to 300 (tails included). */
+static void dot_and_axpy_match_scalar(void)
+{
+    static const char *const sets[] = {"scalar", "avx2", "avx512", "neon"};
+    float a[300], b[300], y0[300], y1[300];
+    for (int i = 0; i < 300; i++) {
+        a[i] = frand();
+        b[i] = frand();
+    }
+    for (size_t si = 0; si < sizeof sets / sizeof *sets; si++) {
+        const ek_kernel_set *k = ek_kernels_by_name(sets[si]);
+        if (!k) continue;
+        for (int n = 0; n < 300; n++) {
+            double want = 0, mag = 0;
+            for (int i = 0; i < n; i++) {
+                want += (double)a[i] * b[i];
+                mag += fabs((double)a[i] * b[i]);
+            }
+            float got = k->dot_f32(a, b, n);
+            CHECK_MSG(fabs(got - want) <= 1e-6 * mag * sqrt(n + 1.0) + 1e-30, "%s dot n=%d: %g vs %g",
+                      k->name, n, (double)got, want);
+            for (int i = 0; i < 300; i++) y0[i] = y1[i] = b[i];
+            k->axpy_f32(y0, 0.37f, a, n);
+            ek_axpy_f32_scalar(y1, 0.37f, a, n);
+            for (int i = 0; i < 300; i++)
+                CHECK_MSG(fabsf(y0[i] - y1[i]) <= 1e-6f * (fabsf(y1[i]) + 1.0f),
+                          "%s axpy n=%d element %d", k->name, n, i);
+            if (check_failures_in_case > 5) return;
+        }
+    }
+}
+
 int main(void)
 {
     RUN(f16_conversion_is_exact_for_every_value);
@@ -542,6 +575,7 @@ int main(void)
     RUN(f16_encoding_rounds_to_nearest_even);
     RUN(block_formats_round_trip);
     RUN(gemm_matches_double_reference);
+    RUN(dot_and_axpy_match_scalar);
     RUN(best_set_is_runnable);
     RUN(simd_quantize_q8_0_is_bit_identical);
     RUN(simd_sets_match_scalar_twin);

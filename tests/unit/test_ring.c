@@ -80,7 +80,7 @@ static void cached_attention(const history *h, int window, int chunk, float out[
     L.k = calloc((size_t)KV_HEADS * (size_t)L.capacity * D, sizeof(float));
     L.v = calloc((size_t)KV_HEADS * (size_t)L.capacity * D, sizeof(float));
     float *scores = malloc(attn_scratch_floats(HEADS, KV_HEADS, D, chunk) * sizeof(float));
-    attn_shape shape = {HEADS, KV_HEADS, D, ROW, KV_ROW, ROW};
+    attn_shape shape = {ek_kernels_scalar(), HEADS, KV_HEADS, D, ROW, KV_ROW, ROW};
     for (int p0 = 0; p0 < HISTORY; p0 += chunk) {
         int n = HISTORY - p0 < chunk ? HISTORY - p0 : chunk;
         attn_chunk(&L, &shape, 0, KV_HEADS, p0, n, h->q[p0], h->k[p0], h->v[p0], out[p0], scores);
