@@ -58,18 +58,20 @@ static void *bw_read(void *arg)
     return NULL;
 }
 
-/* GB/s (1e9 bytes) reading `bytes` with n_threads threads, median of 5. */
+/* GB/s (1e9 bytes) reading `bytes` with n_threads threads: the best of 7
+ * runs, since the roofline is what the memory can deliver, and a shared
+ * machine only ever makes a run slower. */
 static double read_bandwidth(size_t bytes, int n_threads)
 {
     size_t words = bytes / sizeof(uint64_t);
     uint64_t *buf = malloc(words * sizeof *buf);
-    double runs[5];
+    double runs[7], best = 0.0;
     if (!buf) return 0.0;
     for (size_t i = 0; i < words; i++) buf[i] = i; /* touch every page */
     pthread_t th[64];
     bw_part parts[64];
     if (n_threads > 64) n_threads = 64;
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < 7; r++) {
         double t0 = now_s();
         for (int i = 0; i < n_threads; i++) {
             parts[i].p = buf + words / (size_t)n_threads * (size_t)i;
@@ -82,7 +84,8 @@ static double read_bandwidth(size_t bytes, int n_threads)
                   (now_s() - t0) / 1e9;
     }
     free(buf);
-    return median(runs, 5);
+    for (int r = 0; r < 7; r++) best = runs[r] > best ? runs[r] : best;
+    return best;
 }
 
 /* ---- resident memory -------------------------------------------------- */
@@ -142,7 +145,7 @@ static int run_context(ember_model *model, const ember_session_params *base, int
                        result *out)
 {
     ember_session_params sp = *base;
-    sp.max_context = ctx + n_prompt + n_gen;
+    sp.max_context = ctx + n_prompt + n_gen + 1; /* + the warm-up decode step */
     ember_session *s = NULL;
     double pre[16], dec[16];
     memset(out, 0, sizeof *out);
@@ -243,19 +246,25 @@ int cmd_bench(int argc, char **argv)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = sp.n_threads ? sp.n_threads : (online > 0 ? (int)online : 1);
     double bw = read_bandwidth((size_t)1 << 30, threads);
+    /* measured again after the runs; the best of both is the roofline */
     for (size_t i = 0; i < n_ctx; i++) {
         if (run_context(model, &sp, ctxs[i], prompt, n_prompt, n_gen, reps, bw, &res[i])) {
             fprintf(stderr, "ember bench: context %d: %s\n", ctxs[i], ember_last_error());
             goto done;
         }
-        if (!json)
-            fprintf(stderr, "ctx %6d: prefill %8.2f tok/s, decode %7.2f tok/s, %.1f MB/token, "
-                            "%.0f%% of %.1f GB/s, KV %.1f MB, RSS anon %.1f MB file %.1f MB\n",
-                    res[i].ctx, res[i].prefill_tok_s, res[i].decode_tok_s,
-                    res[i].bytes_per_token / 1e6, 100 * res[i].roofline, bw,
-                    (double)res[i].kv_bytes / 1e6, (double)res[i].peak.anon / 1e6,
-                    (double)res[i].peak.file / 1e6);
     }
+    double bw_after = read_bandwidth((size_t)1 << 30, threads);
+    if (bw_after > bw) {
+        for (size_t i = 0; i < n_ctx; i++) res[i].roofline *= bw / bw_after;
+        bw = bw_after;
+    }
+    for (size_t i = 0; i < n_ctx && !json; i++)
+        fprintf(stderr, "ctx %6d: prefill %8.2f tok/s, decode %7.2f tok/s, %.1f MB/token, "
+                        "%.0f%% of %.1f GB/s, KV %.1f MB, RSS anon %.1f MB file %.1f MB\n",
+                res[i].ctx, res[i].prefill_tok_s, res[i].decode_tok_s,
+                res[i].bytes_per_token / 1e6, 100 * res[i].roofline, bw,
+                (double)res[i].kv_bytes / 1e6, (double)res[i].peak.anon / 1e6,
+                (double)res[i].peak.file / 1e6);
     if (json) {
         printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, "
                "\"all_full\": %s, \"prompt\": %d, \"gen\": %d, \"reps\": %d, \"load_s\": %.3f, "
