@@ -626,6 +626,12 @@ done:
 
 const gguf_file *ck_gguf(const ck_dir *ck) { return ck ? ck->gguf : NULL; }
 
+void ck_drop_resident(ck_dir *ck)
+{
+    for (size_t i = 0; i < ck->n_files; i++) st_drop_resident(ck->files[i]);
+    gguf_drop_resident(ck->gguf);
+}
+
 const char *ck_path(const ck_dir *ck) { return ck->path; }
 
 const char *ck_config_json(const ck_dir *ck) { return ck->config; }

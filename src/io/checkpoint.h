@@ -51,6 +51,11 @@ const gguf_file *ck_gguf(const ck_dir *ck);
  * receives the file name that holds it, for error messages. */
 const et_tensor *ck_get(ck_dir *ck, const char *name, const char **file);
 
+/* Drops the resident pages of every mapped file: the loader calls it when it
+ * converted every tensor into memory of its own, so the file pages would
+ * only inflate RSS. Tensor views stay valid (pages fault back in). */
+void ck_drop_resident(ck_dir *ck);
+
 /* EMBER_OK if every tensor was fetched with ck_get, else an error naming the
  * first unused tensor and its file ("unexpected tensor"). */
 ember_status ck_check_all_used(const ck_dir *ck);

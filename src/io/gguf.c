@@ -328,6 +328,11 @@ static int cmp_tensor_offset(const void *a, const void *b)
     return 0;
 }
 
+void gguf_drop_resident(gguf_file *f)
+{
+    if (f && f->map) madvise(f->map, f->map_len, MADV_DONTNEED);
+}
+
 void gguf_close(gguf_file *f)
 {
     if (!f) return;

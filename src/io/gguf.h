@@ -97,6 +97,8 @@ ember_status gguf_parse(const uint8_t *buf, size_t len, const char *label, gguf_
 /* mmaps `path` read-only and parses it. */
 ember_status gguf_open(const char *path, gguf_file **out);
 void gguf_close(gguf_file *f);
+/* Drops the resident pages of the mapping (see st_drop_resident). */
+void gguf_drop_resident(gguf_file *f);
 
 /* True if `path` is a regular file starting with the GGUF magic. */
 bool gguf_is_gguf_file(const char *path);

@@ -524,6 +524,11 @@ ember_status st_open(const char *path, st_file **out)
     return EMBER_OK;
 }
 
+void st_drop_resident(st_file *f)
+{
+    if (f && f->map) madvise(f->map, f->map_len, MADV_DONTNEED);
+}
+
 const char *st_path(const st_file *f) { return f->path; }
 
 size_t st_count(const st_file *f) { return f->n; }

@@ -25,6 +25,9 @@ ember_status st_open(const char *path, st_file **out);
 void st_close(st_file *f);
 
 const char *st_path(const st_file *f);
+/* Drops the mapping's resident pages (they are read again from the file if
+ * touched later): for when every tensor was converted into memory of its own. */
+void st_drop_resident(st_file *f);
 size_t st_count(const st_file *f);
 const et_tensor *st_tensor_at(const st_file *f, size_t i);
 /* NULL if absent. */

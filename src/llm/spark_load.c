@@ -81,6 +81,7 @@ typedef struct loader {
     ember_model *m;
     float *next_vector; /* bump pointer into m->vectors */
     et_dtype convert_to; /* ET_DTYPE_COUNT: keep the file's dtypes */
+    int kept_mapped;     /* a matrix still points into a file mapping */
 } loader;
 
 static void shape_text(char *buf, size_t cap, const int64_t *shape, int n)
@@ -159,6 +160,7 @@ static ember_status bind_matrix(loader *ld, const char *name, int64_t rows, int6
     out->cols = cols;
     if (ld->convert_to != ET_DTYPE_COUNT && ld->convert_to != t->dtype)
         return convert_matrix(ld, name, out, ld->convert_to);
+    ld->kept_mapped = 1;
     return EMBER_OK;
 }
 
@@ -258,7 +260,7 @@ static ember_status load_into(ember_model *m, const char *dir)
     m->converted = calloc(N_LAYER_TENSORS * (size_t)c->n_layers + 2, sizeof *m->converted);
     if (!m->vectors || !m->converted)
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
-    loader ld = {m, m->vectors, weight_dtype(m->params.weight_type)};
+    loader ld = {m, m->vectors, weight_dtype(m->params.weight_type), 0};
 
     if ((st = bind_matrix(&ld, "model.embedding.weight", c->vocab, c->hidden, &m->embed)) ||
         (st = bind_vector(&ld, "model.norm.weight", c->hidden, &m->final_norm)))
@@ -275,7 +277,9 @@ static ember_status load_into(ember_model *m, const char *dir)
     } else if ((st = bind_matrix(&ld, "lm_head.weight", c->vocab, c->hidden, &m->lm_head))) {
         return st;
     }
-    return ck_check_all_used(m->ck);
+    if ((st = ck_check_all_used(m->ck))) return st;
+    if (!ld.kept_mapped) ck_drop_resident(m->ck); /* everything lives in converted copies */
+    return EMBER_OK;
 }
 
 ember_status ember_model_load(const char *dir, const ember_model_params *params,
