@@ -37,6 +37,7 @@ const ek_kernel_set *ek_kernels_avx512(void);
 #include <string.h>
 
 #include "kernels/formats.h"
+#include "kernels/simd_common.h"
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 /* Tile bodies are written once with R/T/G as parameters and inlined into
@@ -47,13 +48,6 @@ const ek_kernel_set *ek_kernels_avx512(void);
 static inline uint32_t ld32(const void *p)
 {
     uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline uint16_t ld16(const void *p)
-{
-    uint16_t v;
     memcpy(&v, p, sizeof v);
     return v;
 }
@@ -125,38 +119,9 @@ FLOAT_TILE(tile_f32, wload_f32, 4)
 FLOAT_TILE(tile_f16, wload_f16, 2)
 FLOAT_TILE(tile_bf16, wload_bf16, 2)
 
-/* Rows outer, tokens inner: a 4-row strip of weights stays in L1/L2 while
- * every token passes over it, so weights stream from memory once per call. */
-#define FLOAT_GEMM(NAME, TILE)                                                               \
-    static TARGET void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, \
-                            const void *x, size_t xs, int nt)                                \
-    {                                                                                        \
-        size_t rb = ek_row_bytes(w->dtype, w->cols);                                         \
-        const char *wd = w->data, *xd = x;                                                   \
-        int64_t n = w->cols;                                                                 \
-        for (int64_t r = r0; r < r1;) {                                                      \
-            int R = r1 - r >= 4 ? 4 : 1;                                                     \
-            for (int t = 0; t < nt; t += 4) {                                                \
-                int T = nt - t >= 4 ? 4 : nt - t;                                            \
-                if (R == 4) {                                                                \
-                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 4);                  \
-                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 3);             \
-                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 2);             \
-                    else TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 1);                         \
-                } else {                                                                     \
-                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 4);                  \
-                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 3);             \
-                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 2);             \
-                    else TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 1);                         \
-                }                                                                            \
-            }                                                                                \
-            r += R;                                                                          \
-        }                                                                                    \
-    }
-
-FLOAT_GEMM(gemm_f32, tile_f32)
-FLOAT_GEMM(gemm_f16, tile_f16)
-FLOAT_GEMM(gemm_bf16, tile_bf16)
+EK_FLOAT_GEMM(gemm_f32, tile_f32, TARGET)
+EK_FLOAT_GEMM(gemm_f16, tile_f16, TARGET)
+EK_FLOAT_GEMM(gemm_bf16, tile_bf16, TARGET)
 
 /* ---- Q8_0 / Q4_0, few tokens: row-oriented ------------------------------ */
 

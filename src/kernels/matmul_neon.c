@@ -25,6 +25,7 @@ const ek_kernel_set *ek_kernels_neon(void);
 #include "kernels/convert.h"
 #include "kernels/cpu.h"
 #include "kernels/formats.h"
+#include "kernels/simd_common.h"
 
 #define INLINE static inline __attribute__((always_inline))
 /* The sdot intrinsics are declared for armv8.2-a+dotprod, and GCC only
@@ -94,38 +95,9 @@ FLOAT_TILE(tile_f32, wload_f32, sload_f32)
 FLOAT_TILE(tile_f16, wload_f16, sload_f16)
 FLOAT_TILE(tile_bf16, wload_bf16, sload_bf16)
 
-/* Rows outer, tokens inner: a 4-row strip stays in cache while all tokens
- * pass over it. */
-#define FLOAT_GEMM(NAME, TILE)                                                               \
-    static void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,       \
-                     const void *x, size_t xs, int nt)                                       \
-    {                                                                                        \
-        size_t rb = ek_row_bytes(w->dtype, w->cols);                                         \
-        const char *wd = w->data, *xd = x;                                                   \
-        int64_t n = w->cols;                                                                 \
-        for (int64_t r = r0; r < r1;) {                                                      \
-            int R = r1 - r >= 4 ? 4 : 1;                                                     \
-            for (int t = 0; t < nt; t += 4) {                                                \
-                int T = nt - t >= 4 ? 4 : nt - t;                                            \
-                if (R == 4) {                                                                \
-                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 4);                  \
-                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 3);             \
-                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 2);             \
-                    else TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 1);                         \
-                } else {                                                                     \
-                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 4);                  \
-                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 3);             \
-                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 2);             \
-                    else TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 1);                         \
-                }                                                                            \
-            }                                                                                \
-            r += R;                                                                          \
-        }                                                                                    \
-    }
-
-FLOAT_GEMM(gemm_f32, tile_f32)
-FLOAT_GEMM(gemm_f16, tile_f16)
-FLOAT_GEMM(gemm_bf16, tile_bf16)
+EK_FLOAT_GEMM(gemm_f32, tile_f32, )
+EK_FLOAT_GEMM(gemm_f16, tile_f16, )
+EK_FLOAT_GEMM(gemm_bf16, tile_bf16, )
 
 /* ---- Q8_0 / Q4_0 ----------------------------------------------------------- */
 

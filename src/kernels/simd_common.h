@@ -1,0 +1,52 @@
+/* Pieces shared by the SIMD kernel sets (matmul_avx2.c, matmul_avx512.c,
+ * matmul_neon.c). Each set compiles them under its own target attribute. */
+#ifndef EMBER_KERNELS_SIMD_COMMON_H
+#define EMBER_KERNELS_SIMD_COMMON_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/formats.h"
+#include "kernels/matmul.h"
+
+/* A 16-bit load from a possibly unaligned address (f16 block scales). */
+static inline uint16_t ld16(const void *p)
+{
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The float-format gemm driver: rows outer, tokens inner, so a 4-row strip
+ * of weights stays in L1/L2 while every token passes over it and the weights
+ * stream from memory once per call. TILE(y, ys, wd, rb, r, xd, xs, t, n, R, T)
+ * computes an R x T block with R and T compile-time constants (1/4 rows,
+ * 1..4 tokens). ATTR carries the set's target attribute. */
+#define EK_FLOAT_GEMM(NAME, TILE, ATTR)                                                      \
+    static ATTR void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,  \
+                          const void *x, size_t xs, int nt)                                  \
+    {                                                                                        \
+        size_t rb = ek_row_bytes(w->dtype, w->cols);                                         \
+        const char *wd = w->data, *xd = x;                                                   \
+        int64_t n = w->cols;                                                                 \
+        for (int64_t r = r0; r < r1;) {                                                      \
+            int R = r1 - r >= 4 ? 4 : 1;                                                     \
+            for (int t = 0; t < nt; t += 4) {                                                \
+                int T = nt - t >= 4 ? 4 : nt - t;                                            \
+                if (R == 4) {                                                                \
+                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 4);                  \
+                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 3);             \
+                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 2);             \
+                    else TILE(y, ys, wd, rb, r, xd, xs, t, n, 4, 1);                         \
+                } else {                                                                     \
+                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 4);                  \
+                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 3);             \
+                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 2);             \
+                    else TILE(y, ys, wd, rb, r, xd, xs, t, n, 1, 1);                         \
+                }                                                                            \
+            }                                                                                \
+            r += R;                                                                          \
+        }                                                                                    \
+    }
+
+#endif
