@@ -120,7 +120,7 @@ static void rss_peak(rss *peak)
 
 typedef struct result {
     int32_t ctx;
-    double prefill_tok_s, decode_tok_s, bytes_per_token, roofline;
+    double prefill_tok_s, decode_tok_s, bytes_per_token, read_bw_gbs, roofline;
     size_t kv_bytes;
     rss peak;
 } result;
@@ -141,7 +141,7 @@ static void usage(FILE *f)
 }
 
 static int run_context(ember_model *model, const ember_session_params *base, int32_t ctx,
-                       const int32_t *prompt, int n_prompt, int n_gen, int reps, double bw,
+                       const int32_t *prompt, int n_prompt, int n_gen, int reps, int threads,
                        result *out)
 {
     ember_session_params sp = *base;
@@ -152,6 +152,9 @@ static int run_context(ember_model *model, const ember_session_params *base, int
     out->ctx = ctx;
     if (ember_session_create(model, &sp, &s) != EMBER_OK) return -1;
     out->kv_bytes = ember_session_cache_bytes(s);
+    /* The memory bandwidth of a shared machine drifts over minutes: measure
+     * it right before and right after this context's runs and take the best. */
+    double bw = read_bandwidth((size_t)1 << 30, threads);
     size_t kv_read = 0;
     for (int r = 0; r < reps; r++) {
         if (ember_session_bench_fill(s, ctx) != EMBER_OK) goto fail;
@@ -178,7 +181,11 @@ static int run_context(ember_model *model, const ember_session_params *base, int
     /* a decode step reads every weight matrix once, one embedding row, and
      * the cache it attends over (taken mid-run) */
     out->bytes_per_token = (double)ember_model_weight_bytes(model) + (double)kv_read;
-    out->roofline = bw > 0 ? out->decode_tok_s * out->bytes_per_token / (bw * 1e9) : 0.0;
+    double bw_after = read_bandwidth((size_t)1 << 30, threads);
+    out->read_bw_gbs = bw_after > bw ? bw_after : bw;
+    out->roofline = out->read_bw_gbs > 0
+                        ? out->decode_tok_s * out->bytes_per_token / (out->read_bw_gbs * 1e9)
+                        : 0.0;
     ember_session_free(s);
     return 0;
 fail:
@@ -245,24 +252,19 @@ int cmd_bench(int argc, char **argv)
     /* the thread count the sessions use (0 means one per online CPU) */
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = sp.n_threads ? sp.n_threads : (online > 0 ? (int)online : 1);
-    double bw = read_bandwidth((size_t)1 << 30, threads);
-    /* measured again after the runs; the best of both is the roofline */
+    double bw = 0.0; /* the best any context saw */
     for (size_t i = 0; i < n_ctx; i++) {
-        if (run_context(model, &sp, ctxs[i], prompt, n_prompt, n_gen, reps, bw, &res[i])) {
+        if (run_context(model, &sp, ctxs[i], prompt, n_prompt, n_gen, reps, threads, &res[i])) {
             fprintf(stderr, "ember bench: context %d: %s\n", ctxs[i], ember_last_error());
             goto done;
         }
-    }
-    double bw_after = read_bandwidth((size_t)1 << 30, threads);
-    if (bw_after > bw) {
-        for (size_t i = 0; i < n_ctx; i++) res[i].roofline *= bw / bw_after;
-        bw = bw_after;
+        if (res[i].read_bw_gbs > bw) bw = res[i].read_bw_gbs;
     }
     for (size_t i = 0; i < n_ctx && !json; i++)
         fprintf(stderr, "ctx %6d: prefill %8.2f tok/s, decode %7.2f tok/s, %.1f MB/token, "
                         "%.0f%% of %.1f GB/s, KV %.1f MB, RSS anon %.1f MB file %.1f MB\n",
                 res[i].ctx, res[i].prefill_tok_s, res[i].decode_tok_s,
-                res[i].bytes_per_token / 1e6, 100 * res[i].roofline, bw,
+                res[i].bytes_per_token / 1e6, 100 * res[i].roofline, res[i].read_bw_gbs,
                 (double)res[i].kv_bytes / 1e6, (double)res[i].peak.anon / 1e6,
                 (double)res[i].peak.file / 1e6);
     if (json) {
@@ -277,7 +279,7 @@ int cmd_bench(int argc, char **argv)
                    "\"bytes_per_token\": %.0f, \"read_bw_gbs\": %.3f, \"roofline_fraction\": %.4f, "
                    "\"kv_bytes\": %zu, \"rss_anon_bytes\": %zu, \"rss_file_bytes\": %zu}",
                    i ? ", " : "", res[i].ctx, res[i].prefill_tok_s, res[i].decode_tok_s,
-                   res[i].bytes_per_token, bw, res[i].roofline, res[i].kv_bytes,
+                   res[i].bytes_per_token, res[i].read_bw_gbs, res[i].roofline, res[i].kv_bytes,
                    res[i].peak.anon, res[i].peak.file);
         printf("]}\n");
     }
