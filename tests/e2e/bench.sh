@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `ember bench llm` runs on the tiny model and reports every documented key
+# per context (no timing is asserted: these machines are shared and noisy).
+source "$(dirname "$0")/lib.sh"
+json=$("$EMBER" bench llm -m models/tiny --ctx 0,40 --prompt 8 --gen 4 --reps 1 --json 2>&1)
+missing=""
+for key in ctx prefill_tok_s decode_tok_s bytes_per_token read_bw_gbs roofline_fraction kv_bytes \
+           rss_anon_bytes rss_file_bytes results; do
+  grep -q "\"$key\"" <<<"$json" || missing="$missing $key"
+done
+if [ -z "$missing" ]; then pass bench_json_keys; else fail bench_json_keys "missing:$missing" "$json"; fi
+n=$(grep -o '"ctx": ' <<<"$json" | wc -l)
+if [ "$n" -eq 2 ]; then pass bench_one_result_per_context; else fail bench_one_result_per_context "$json"; fi
+# the hybrid cache is smaller than the all-full one at the same context
+kv() { grep -o '"kv_bytes": [0-9]*' <<<"$1" | head -1 | grep -o '[0-9]*$'; }
+full=$("$EMBER" bench llm -m models/tiny --ctx 100 --prompt 0 --gen 2 --reps 1 --all-full --json 2>&1)
+hyb=$("$EMBER" bench llm -m models/tiny --ctx 100 --prompt 0 --gen 2 --reps 1 --json 2>&1)
+if [ -n "$(kv "$hyb")" ] && [ "$(kv "$hyb")" -lt "$(kv "$full")" ]; then pass bench_hybrid_cache_smaller
+else fail bench_hybrid_cache_smaller "hybrid $(kv "$hyb") vs full $(kv "$full")"; fi
+expect_error bench_needs_llm "usage" "$EMBER" bench tts
+exit $e2e_failed
