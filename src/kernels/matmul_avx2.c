@@ -25,18 +25,12 @@ const ek_kernel_set *ek_kernels_avx2(void);
 
 #include "kernels/convert.h"
 #include "kernels/formats.h"
+#include "kernels/simd_common.h"
 
 #define TARGET __attribute__((target("avx2,fma,f16c")))
 /* Tile bodies take R/T as parameters and are inlined with constants, so the
  * loops unroll and the accumulator arrays live in registers. */
 #define INLINE static inline __attribute__((always_inline)) TARGET
-
-static inline uint16_t ld16(const void *p)
-{
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
 
 /* Decode reads each weight byte once, from DRAM. A tile walks its rows as
  * R interleaved short streams, which the hardware prefetcher picks up late,
@@ -195,43 +189,8 @@ INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, con
             y[(t0 + j) * ys + r + i] = hsum(acc[i][j]);
 }
 
-/* Decode (one token): 4 rows per tile, so 4 weight streams are in flight.
- * More tokens: 2 rows x up to 4 tokens, each weight block reused 4 times. */
-#define QGEMM(NAME, Q4)                                                                      \
-    static TARGET void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, \
-                            const void *x, size_t xs, int nt)                                \
-    {                                                                                        \
-        size_t rb = ek_row_bytes(w->dtype, w->cols);                                         \
-        const char *wd = w->data, *xd = x;                                                   \
-        int64_t nb = w->cols / EK_QBLOCK;                                                    \
-        int64_t r = r0;                                                                      \
-        if (nt == 1) {                                                                       \
-            for (; r + 4 <= r1; r += 4) qtile(y, ys, wd, rb, r, xd, xs, 0, nb, 4, 1, Q4);   \
-            for (; r < r1; r++) qtile(y, ys, wd, rb, r, xd, xs, 0, nb, 1, 1, Q4);           \
-            return;                                                                          \
-        }                                                                                    \
-        for (; r < r1;) {                                                                    \
-            int R = r1 - r >= 2 ? 2 : 1;                                                     \
-            for (int t = 0; t < nt; t += 4) {                                                \
-                int T = nt - t >= 4 ? 4 : nt - t;                                            \
-                if (R == 2) {                                                                \
-                    if (T == 4) qtile(y, ys, wd, rb, r, xd, xs, t, nb, 2, 4, Q4);            \
-                    else if (T == 3) qtile(y, ys, wd, rb, r, xd, xs, t, nb, 2, 3, Q4);       \
-                    else if (T == 2) qtile(y, ys, wd, rb, r, xd, xs, t, nb, 2, 2, Q4);       \
-                    else qtile(y, ys, wd, rb, r, xd, xs, t, nb, 2, 1, Q4);                   \
-                } else {                                                                     \
-                    if (T == 4) qtile(y, ys, wd, rb, r, xd, xs, t, nb, 1, 4, Q4);            \
-                    else if (T == 3) qtile(y, ys, wd, rb, r, xd, xs, t, nb, 1, 3, Q4);       \
-                    else if (T == 2) qtile(y, ys, wd, rb, r, xd, xs, t, nb, 1, 2, Q4);       \
-                    else qtile(y, ys, wd, rb, r, xd, xs, t, nb, 1, 1, Q4);                   \
-                }                                                                            \
-            }                                                                                \
-            r += R;                                                                          \
-        }                                                                                    \
-    }
-
-QGEMM(gemm_q8_0, 0)
-QGEMM(gemm_q4_0, 1)
+EK_QUANT_GEMM(gemm_q8_0, TARGET, qtile, 0)
+EK_QUANT_GEMM(gemm_q4_0, TARGET, qtile, 1)
 
 /* ---- activation quantization -------------------------------------------- */
 

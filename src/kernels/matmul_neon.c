@@ -170,44 +170,10 @@ INLINE int32x4_t bdot_mull(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x
 QTILE(qtile_sdot, DOTPROD, bdot_sdot)
 QTILE(qtile_mull, , bdot_mull)
 
-/* 4 rows x 1 token for decode (four weight streams in flight), 2 rows x
- * up to 4 tokens otherwise. */
-#define QGEMM(NAME, ATTR, TILE, Q4)                                                          \
-    ATTR static void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,  \
-                          const void *x, size_t xs, int nt)                                  \
-    {                                                                                        \
-        size_t rb = ek_row_bytes(w->dtype, w->cols);                                         \
-        const char *wd = w->data, *xd = x;                                                   \
-        int64_t nb = w->cols / EK_QBLOCK, r = r0;                                            \
-        if (nt == 1) {                                                                       \
-            for (; r + 4 <= r1; r += 4) TILE(y, ys, wd, rb, r, xd, xs, 0, nb, 4, 1, Q4);    \
-            for (; r < r1; r++) TILE(y, ys, wd, rb, r, xd, xs, 0, nb, 1, 1, Q4);            \
-            return;                                                                          \
-        }                                                                                    \
-        for (; r < r1;) {                                                                    \
-            int R = r1 - r >= 2 ? 2 : 1;                                                     \
-            for (int t = 0; t < nt; t += 4) {                                                \
-                int T = nt - t >= 4 ? 4 : nt - t;                                            \
-                if (R == 2) {                                                                \
-                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 2, 4, Q4);             \
-                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 2, 3, Q4);        \
-                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 2, 2, Q4);        \
-                    else TILE(y, ys, wd, rb, r, xd, xs, t, nb, 2, 1, Q4);                    \
-                } else {                                                                     \
-                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 1, 4, Q4);             \
-                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 1, 3, Q4);        \
-                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 1, 2, Q4);        \
-                    else TILE(y, ys, wd, rb, r, xd, xs, t, nb, 1, 1, Q4);                    \
-                }                                                                            \
-            }                                                                                \
-            r += R;                                                                          \
-        }                                                                                    \
-    }
-
-QGEMM(gemm_q8_0_sdot, DOTPROD, qtile_sdot, 0)
-QGEMM(gemm_q4_0_sdot, DOTPROD, qtile_sdot, 1)
-QGEMM(gemm_q8_0_mull, , qtile_mull, 0)
-QGEMM(gemm_q4_0_mull, , qtile_mull, 1)
+EK_QUANT_GEMM(gemm_q8_0_sdot, DOTPROD, qtile_sdot, 0)
+EK_QUANT_GEMM(gemm_q4_0_sdot, DOTPROD, qtile_sdot, 1)
+EK_QUANT_GEMM(gemm_q8_0_mull, , qtile_mull, 0)
+EK_QUANT_GEMM(gemm_q4_0_mull, , qtile_mull, 1)
 
 /* ---- activation quantization -------------------------------------------- */
 

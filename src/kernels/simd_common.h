@@ -49,4 +49,41 @@ static inline uint16_t ld16(const void *p)
         }                                                                                    \
     }
 
+/* The quantized-format gemm driver (Q8_0/Q4_0 weights, Q8_0 activations):
+ * decode (one token) runs 4 rows per tile so four weight streams are in
+ * flight; more tokens run 2 rows x up to 4 tokens, each weight block reused
+ * by every token of the tile. TILE(y, ys, wd, rb, r, xd, xs, t, nb, R, T, Q4)
+ * computes an R x T block over nb blocks; Q4 selects Q4_0 weights. */
+#define EK_QUANT_GEMM(NAME, ATTR, TILE, Q4)                                                  \
+    static ATTR void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,  \
+                          const void *x, size_t xs, int nt)                                  \
+    {                                                                                        \
+        size_t rb = ek_row_bytes(w->dtype, w->cols);                                         \
+        const char *wd = w->data, *xd = x;                                                   \
+        int64_t nb = w->cols / EK_QBLOCK, r = r0;                                            \
+        if (nt == 1) {                                                                       \
+            for (; r + 4 <= r1; r += 4) TILE(y, ys, wd, rb, r, xd, xs, 0, nb, 4, 1, Q4);    \
+            for (; r < r1; r++) TILE(y, ys, wd, rb, r, xd, xs, 0, nb, 1, 1, Q4);            \
+            return;                                                                          \
+        }                                                                                    \
+        for (; r < r1;) {                                                                    \
+            int R = r1 - r >= 2 ? 2 : 1;                                                     \
+            for (int t = 0; t < nt; t += 4) {                                                \
+                int T = nt - t >= 4 ? 4 : nt - t;                                            \
+                if (R == 2) {                                                                \
+                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 2, 4, Q4);             \
+                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 2, 3, Q4);        \
+                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 2, 2, Q4);        \
+                    else TILE(y, ys, wd, rb, r, xd, xs, t, nb, 2, 1, Q4);                    \
+                } else {                                                                     \
+                    if (T == 4) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 1, 4, Q4);             \
+                    else if (T == 3) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 1, 3, Q4);        \
+                    else if (T == 2) TILE(y, ys, wd, rb, r, xd, xs, t, nb, 1, 2, Q4);        \
+                    else TILE(y, ys, wd, rb, r, xd, xs, t, nb, 1, 1, Q4);                    \
+                }                                                                            \
+            }                                                                                \
+            r += R;                                                                          \
+        }                                                                                    \
+    }
+
 #endif
