@@ -9,12 +9,19 @@ packages=(
   clang             # libFuzzer targets
   libclang-rt-14-dev # the fuzzer and sanitizer runtimes for clang
   libcjson-dev      # JSON: config.json, safetensors headers, golden files
+  libpcre2-dev      # tokenizer pre-tokenizer regexes (Unicode properties)
+  libutf8proc-dev   # tokenizer normalizers (NFC, NFKC) and Unicode categories
   python3-torch     # the PyTorch reference (reference/) and checkpoint generator
   python3-numpy
   gcc-aarch64-linux-gnu  # NEON kernels: cross-built kernel test (make neon-test)
   libc6-dev-arm64-cross
   qemu-user              # ... run under qemu-aarch64
 )
+
+# Node.js and npm run the transformers.js comparisons (tests/js); many
+# machines already have a newer Node.js than Debian's, so only add it if absent.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
