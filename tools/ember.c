@@ -62,16 +62,25 @@ int32_t cli_argmax(const float *x, int32_t n)
     return best;
 }
 
+/* The subcommands; add a line here (and a prototype in cli.h) for a new one. */
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"generate", cmd_generate},
+    {"parity", cmd_parity},
+    {"bench", cmd_bench},
+    {"quantize", cmd_quantize},
+};
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
-    if (!strcmp(argv[1], "generate")) return cmd_generate(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "parity")) return cmd_parity(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "bench")) return cmd_bench(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "quantize")) return cmd_quantize(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
