@@ -39,17 +39,41 @@ typedef void (*ek_quantize_fn)(const float *x, void *dst, int64_t n);
 typedef float (*ek_dot_fn)(const float *a, const float *b, int64_t n);
 typedef void (*ek_axpy_fn)(float *y, float a, const float *x, int64_t n);
 
+/* Attention over a group of nh query heads that share K/V rows (GQA), for
+ * nk keys given as row pointers (ring slots are not contiguous):
+ *   scores: s[h * s_stride + j] = scale * dot(q[h * d ..], k[j])
+ *   accum:  o[h * d + i] += sum_j p[h * p_stride + j] * v[j][i]
+ * Each K/V row is loaded once for all nh heads. */
+typedef void (*ek_attn_scores_fn)(float *s, int64_t s_stride, const float *q, int nh,
+                                  const float *const *k, int nk, int d, float scale);
+typedef void (*ek_attn_accum_fn)(float *o, const float *p, int64_t p_stride, int nh,
+                                 const float *const *v, int nk, int d);
+/* x[i] = exp(x[i] - shift) for i < n; returns the sum of the new x. */
+typedef float (*ek_exp_sum_fn)(float *x, int64_t n, float shift);
+/* GeGLU: g[i] = gelu(g[i]) * u[i], the exact erf form or the tanh one. */
+typedef void (*ek_geglu_fn)(float *g, const float *u, int64_t n, int tanh_form);
+
 typedef struct ek_kernel_set {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
     ek_gemm_fn gemm[ET_DTYPE_COUNT];
     ek_quantize_fn quantize_q8_0;
     ek_dot_fn dot_f32;
     ek_axpy_fn axpy_f32;
+    ek_attn_scores_fn attn_scores;
+    ek_attn_accum_fn attn_accum;
+    ek_exp_sum_fn exp_sum;
+    ek_geglu_fn geglu;
 } ek_kernel_set;
 
-/* The scalar twins, for sets that have no faster version. */
+/* The scalar twins (kernels_scalar.c), for sets that have no faster version. */
 float ek_dot_f32_scalar(const float *a, const float *b, int64_t n);
 void ek_axpy_f32_scalar(float *y, float a, const float *x, int64_t n);
+void ek_attn_scores_scalar(float *s, int64_t s_stride, const float *q, int nh,
+                           const float *const *k, int nk, int d, float scale);
+void ek_attn_accum_scalar(float *o, const float *p, int64_t p_stride, int nh,
+                          const float *const *v, int nk, int d);
+float ek_exp_sum_scalar(float *x, int64_t n, float shift);
+void ek_geglu_scalar(float *g, const float *u, int64_t n, int tanh_form);
 
 const ek_kernel_set *ek_kernels_scalar(void);
 /* The fastest set this CPU runs (from cpuid), never NULL. */

@@ -267,6 +267,8 @@ TARGET static void axpy_f32_avx2(float *y, float a, const float *x, int64_t n)
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+EK_ATTN_FROM_DOT_AXPY(attn_scores_avx2, attn_accum_avx2, dot_f32_avx2, axpy_f32_avx2, TARGET)
+
 static const ek_kernel_set avx2_set = {
     "avx2",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
@@ -274,6 +276,10 @@ static const ek_kernel_set avx2_set = {
     quantize_q8_0,
     dot_f32_avx2,
     axpy_f32_avx2,
+    attn_scores_avx2,
+    attn_accum_avx2,
+    ek_exp_sum_scalar,
+    ek_geglu_scalar,
 };
 
 const ek_kernel_set *ek_kernels_avx2(void) { return &avx2_set; }

@@ -113,11 +113,6 @@ static void quantize_q8_0(const float *x, void *dst, int64_t n)
 
 float ek_dot_f32_scalar(const float *w, const float *x, int64_t n) { return dot_f32(w, x, n); }
 
-void ek_axpy_f32_scalar(float *y, float a, const float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
-}
-
 static const ek_kernel_set scalar_set = {
     "scalar",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
@@ -125,6 +120,10 @@ static const ek_kernel_set scalar_set = {
     quantize_q8_0,
     ek_dot_f32_scalar,
     ek_axpy_f32_scalar,
+    ek_attn_scores_scalar,
+    ek_attn_accum_scalar,
+    ek_exp_sum_scalar,
+    ek_geglu_scalar,
 };
 
 const ek_kernel_set *ek_kernels_scalar(void) { return &scalar_set; }

@@ -225,6 +225,8 @@ static void axpy_f32_neon(float *y, float a, const float *x, int64_t n)
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_neon, )
+
 static const ek_kernel_set neon_dot_set = {
     "neon",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0_sdot,
@@ -232,6 +234,10 @@ static const ek_kernel_set neon_dot_set = {
     quantize_q8_0,
     dot_f32_neon,
     axpy_f32_neon,
+    attn_scores_neon,
+    attn_accum_neon,
+    ek_exp_sum_scalar,
+    ek_geglu_scalar,
 };
 
 static const ek_kernel_set neon_set = {
@@ -241,6 +247,10 @@ static const ek_kernel_set neon_set = {
     quantize_q8_0,
     dot_f32_neon,
     axpy_f32_neon,
+    attn_scores_neon,
+    attn_accum_neon,
+    ek_exp_sum_scalar,
+    ek_geglu_scalar,
 };
 
 const ek_kernel_set *ek_kernels_neon(void)

@@ -86,4 +86,22 @@ static inline uint16_t ld16(const void *p)
         }                                                                                    \
     }
 
+/* Attention kernels (matmul.h) built on a set's own dot and axpy: each
+ * K/V row is used for the nh heads while it is hot in L1. For the sets
+ * without a register-blocked version of their own. */
+#define EK_ATTN_FROM_DOT_AXPY(SCORES, ACCUM, DOT, AXPY, ATTR)                                \
+    static ATTR void SCORES(float *s, int64_t s_stride, const float *q, int nh,              \
+                            const float *const *k, int nk, int d, float scale)               \
+    {                                                                                        \
+        for (int j = 0; j < nk; j++)                                                         \
+            for (int h = 0; h < nh; h++)                                                     \
+                s[h * s_stride + j] = DOT(q + (int64_t)h * d, k[j], d) * scale;              \
+    }                                                                                        \
+    static ATTR void ACCUM(float *o, const float *p, int64_t p_stride, int nh,               \
+                           const float *const *v, int nk, int d)                             \
+    {                                                                                        \
+        for (int j = 0; j < nk; j++)                                                         \
+            for (int h = 0; h < nh; h++) AXPY(o + (int64_t)h * d, p[h * p_stride + j], v[j], d); \
+    }
+
 #endif

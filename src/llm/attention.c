@@ -62,29 +62,26 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, 
                 const int64_t pos = p0 + t, lo = first_visible(L, pos);
                 const int64_t a = lo > j0 ? lo : j0, b = pos + 1 < j1 ? pos + 1 : j1;
                 if (a >= b) continue;
+                const int nk = (int)(b - a);
+                const float *qg = q + t * s->q_stride + (int64_t)g * group * d;
+                float *o = acc + (size_t)t * group * d; /* the group's heads, d apart */
+                s->k->attn_scores(tile_s, ATTN_TILE, qg, group, kp + (a - j0), nk, d, scale);
                 for (int32_t h = 0; h < group; h++) {
-                    const float *qh = q + t * s->q_stride + ((int64_t)g * group + h) * d;
                     const size_t th = (size_t)t * group + (size_t)h;
                     float *sc = tile_s + (size_t)h * ATTN_TILE, tile_max = -INFINITY;
-                    for (int64_t j = a; j < b; j++) {
-                        sc[j - a] = s->k->dot_f32(qh, kp[j - j0], d) * scale;
-                        tile_max = sc[j - a] > tile_max ? sc[j - a] : tile_max;
-                    }
+                    for (int j = 0; j < nk; j++) tile_max = sc[j] > tile_max ? sc[j] : tile_max;
                     /* Online softmax: rescale what was summed under the old
                      * maximum when a larger score arrives. */
-                    float *o = acc + th * (size_t)d;
                     if (tile_max > run_max[th]) {
                         float corr = expf(run_max[th] - tile_max); /* 0 on the first tile */
+                        float *oh = o + (size_t)h * d;
                         run_sum[th] *= corr;
-                        for (int32_t i = 0; i < d; i++) o[i] *= corr;
+                        for (int32_t i = 0; i < d; i++) oh[i] *= corr;
                         run_max[th] = tile_max;
                     }
-                    for (int64_t j = a; j < b; j++) {
-                        float p = expf(sc[j - a] - run_max[th]);
-                        run_sum[th] += p;
-                        s->k->axpy_f32(o, p, vp[j - j0], d);
-                    }
+                    run_sum[th] += s->k->exp_sum(sc, nk, run_max[th]);
                 }
+                s->k->attn_accum(o, tile_s, ATTN_TILE, group, vp + (a - j0), nk, d);
             }
         }
         for (int32_t t = 0; t < n; t++)

@@ -224,18 +224,19 @@ typedef struct geglu_task {
     float *g;
     const float *u;
     int64_t n;
-    float (*gelu)(float);
+    ek_geglu_fn geglu;
+    int tanh_form;
 } geglu_task;
 
-/* g = gelu(g) * u, split over the workers: the exact erf GELU is costly
- * enough (one erff per intermediate value) to matter at decode. */
+/* g = gelu(g) * u, split over the workers: even vectorized, the exact erf
+ * GELU is costly enough to matter at decode. */
 static void run_geglu(void *p, int part, int n_parts, int worker)
 {
     const geglu_task *t = p;
     int64_t a, b;
     (void)worker;
     pool_split(t->n, 64, part, n_parts, &a, &b);
-    for (int64_t i = a; i < b; i++) t->g[i] = t->gelu(t->g[i]) * t->u[i];
+    if (b > a) t->geglu(t->g + a, t->u + a, b - a, t->tanh_form);
 }
 
 /* GeGLU MLP of layer li: x += down(gelu(gate(norm(x))) * up(norm(x))). */
@@ -244,14 +245,14 @@ static void mlp_block(ember_session *s, int32_t li, int32_t n)
     const spark_config *c = &s->m->cfg;
     const spark_layer *W = &s->m->layers[li];
     const int64_t inter = c->intermediate;
-    float (*gelu)(float) = s->m->params.gelu == EMBER_GELU_TANH ? ek_gelu_tanh : ek_gelu_erf;
 
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(s->h + (int64_t)t * c->hidden, s->x + (int64_t)t * c->hidden, W->mlp_norm,
                    c->hidden, c->rms_eps);
     ek_matmul(&s->exec, s->ffn_g, inter, s->h, n, &W->w_gate, W->b_gate, s->qbuf);
     ek_matmul(&s->exec, s->ffn_u, inter, s->h, n, &W->w_up, W->b_up, s->qbuf);
-    geglu_task task = {s->ffn_g, s->ffn_u, (int64_t)n * inter, gelu};
+    geglu_task task = {s->ffn_g, s->ffn_u, (int64_t)n * inter, s->exec.kernels->geglu,
+                       s->m->params.gelu == EMBER_GELU_TANH};
     pool_run(s->exec.pool, run_geglu, &task, 4 * pool_size(s->exec.pool));
     ek_matmul(&s->exec, s->h, c->hidden, s->ffn_g, n, &W->w_down, W->b_down, s->qbuf);
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) s->x[i] += s->h[i];

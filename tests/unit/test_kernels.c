@@ -568,6 +568,99 @@ static void dot_and_axpy_match_scalar(void)
     }
 }
 
+/* The blocked attention kernels of every set against a double-precision
+ * definition, on head counts and key counts with tails (nh 1..5, nk 1..9)
+ * and head sizes with and without a 16-float tail. */
+static void attention_kernels_match_definition(void)
+{
+    static const char *const sets[] = {"scalar", "avx2", "avx512", "neon"};
+    static const int dims[] = {16, 32, 40, 256};
+    enum { NH = 5, NK = 9, D = 256, SS = 12 };
+    float q[NH * D], kv[NK][D], s[NH * SS], o[NH * D], o0[NH * D];
+    const float *rows[NK];
+    for (int i = 0; i < NH * D; i++) q[i] = frand(), o0[i] = frand();
+    for (int j = 0; j < NK; j++) {
+        for (int i = 0; i < D; i++) kv[j][i] = frand();
+        rows[j] = kv[j];
+    }
+    for (size_t si = 0; si < sizeof sets / sizeof *sets; si++) {
+        const ek_kernel_set *k = ek_kernels_by_name(sets[si]);
+        if (!k) continue;
+        for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
+            for (int nh = 1; nh <= NH; nh++)
+                for (int nk = 1; nk <= NK; nk++) {
+                    const int d = dims[di];
+                    k->attn_scores(s, SS, q, nh, rows, nk, d, 0.25f);
+                    memcpy(o, o0, sizeof o);
+                    k->attn_accum(o, q, D, nh, rows, nk, d); /* q's rows as weights */
+                    for (int h = 0; h < nh; h++) {
+                        for (int j = 0; j < nk; j++) {
+                            double want = 0, mag = 0;
+                            for (int i = 0; i < d; i++) {
+                                want += (double)q[h * d + i] * kv[j][i];
+                                mag += fabs((double)q[h * d + i] * kv[j][i]);
+                            }
+                            CHECK_MSG(fabs(s[h * SS + j] - 0.25 * want) <= 1e-6 * mag,
+                                      "%s scores d=%d nh=%d nk=%d h=%d j=%d", k->name, d, nh, nk, h, j);
+                        }
+                        for (int i = 0; i < d; i++) {
+                            double want = o0[h * d + i], mag = fabs(want);
+                            for (int j = 0; j < nk; j++) {
+                                want += (double)q[h * D + j] * kv[j][i];
+                                mag += fabs((double)q[h * D + j] * kv[j][i]);
+                            }
+                            CHECK_MSG(fabs(o[h * d + i] - want) <= 1e-6 * mag,
+                                      "%s accum d=%d nh=%d nk=%d h=%d i=%d", k->name, d, nh, nk, h, i);
+                        }
+                    }
+                    if (check_failures_in_case > 5) return;
+                }
+    }
+}
+
+/* exp_sum and GeGLU of every set against libm in double precision, over
+ * the whole useful range of inputs (every length up to 40 for the tails). */
+static void exp_and_gelu_kernels_match_libm(void)
+{
+    static const char *const sets[] = {"scalar", "avx2", "avx512", "neon"};
+    enum { N = 4001 };
+    static float g[N], g_in[N], u[N], x[N];
+    for (size_t si = 0; si < sizeof sets / sizeof *sets; si++) {
+        const ek_kernel_set *k = ek_kernels_by_name(sets[si]);
+        if (!k) continue;
+        for (int form = 0; form < 2; form++) {
+            for (int i = 0; i < N; i++) g[i] = g_in[i] = -10.0f + 20.0f * (float)i / (N - 1), u[i] = 1.0f;
+            k->geglu(g, u, N, form);
+            double worst = 0;
+            for (int i = 0; i < N; i++) {
+                double v = g_in[i], want;
+                if (form) want = 0.5 * v * (1 + tanh(0.79788456080286536 * (v + 0.044715 * v * v * v)));
+                else want = 0.5 * v * (1 + erf(v * 0.70710678118654752));
+                double err = fabs(g[i] - want) / (fabs(v) + 1e-3);
+                worst = err > worst ? err : worst;
+            }
+            /* relative to |x|: a few fp32 ulps of the 0.5 x (1 + erf) product */
+            CHECK_MSG(worst < 4e-7, "%s gelu %s: worst error %.3g x |x|", k->name,
+                      form ? "tanh" : "erf", worst);
+        }
+        for (int n = 0; n <= 40; n++) {
+            /* inputs and shift chosen so that x - shift is exact in fp32 */
+            for (int i = 0; i < n; i++) x[i] = -20.0f + 0.75f * (float)i;
+            float sum = k->exp_sum(x, n, 3.0f);
+            double want_sum = 0;
+            for (int i = 0; i < n; i++) {
+                double want = exp(-20.0 + 0.75 * i - 3.0);
+                want_sum += want;
+                CHECK_MSG(fabs(x[i] - want) <= 3e-7 * want, "%s exp n=%d i=%d: %g vs %g", k->name, n,
+                          i, (double)x[i], want);
+            }
+            CHECK_MSG(fabs(sum - want_sum) <= 1e-6 * want_sum, "%s exp_sum n=%d", k->name, n);
+            if (check_failures_in_case > 5) return;
+        }
+        if (check_failures_in_case > 5) return;
+    }
+}
+
 int main(void)
 {
     RUN(f16_conversion_is_exact_for_every_value);
@@ -576,6 +669,8 @@ int main(void)
     RUN(block_formats_round_trip);
     RUN(gemm_matches_double_reference);
     RUN(dot_and_axpy_match_scalar);
+    RUN(attention_kernels_match_definition);
+    RUN(exp_and_gelu_kernels_match_libm);
     RUN(best_set_is_runnable);
     RUN(simd_quantize_q8_0_is_bit_identical);
     RUN(simd_sets_match_scalar_twin);

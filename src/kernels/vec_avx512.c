@@ -1,0 +1,188 @@
+/* The AVX-512 attention and activation kernels of matmul.h (scalar twins in
+ * kernels_scalar.c): register-blocked GQA attention, and vector exp / erf so
+ * that neither the softmax nor the exact GELU costs a libm call per value. */
+#include "kernels/vec_avx512.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
+#define INLINE static inline __attribute__((always_inline)) TARGET
+
+/* exp(x): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is
+ * exact), exp(r) by its Taylor series to r^7 (truncation < 6e-9 relative),
+ * then times 2^n by vscalefps, which also flushes to 0 below the range. */
+INLINE __m512 exp_ps(__m512 x)
+{
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.7f)), _mm512_set1_ps(-104.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* erf(x) in two pieces, both least-squares fits made for ember in float64
+ * (reference/fit_erf.py): |x| <= 1: x P(x^2), relative error 5e-9;
+ * 1 < |x| < 4: 1 - exp(Q(|x| - 2.5)) with Q fitting log(erfc), error 6e-9
+ * in the exponent; beyond 4, erfc < 2e-8 rounds away against 1. */
+INLINE __m512 erf_ps(__m512 x)
+{
+    static const float P[7] = {1.1283792257e+00f, -3.7612628937e-01f, 1.1283634603e-01f, -2.6856070384e-02f, 5.1929578185e-03f, -8.0537504982e-04f, 8.0068726675e-05f};
+    static const float Q[11] = {-7.8068151474e+00f, -5.3526806831e+00f, -9.4389373064e-01f, -1.0858145542e-02f, 2.1655161399e-03f, -4.2074391968e-04f, 7.6953008829e-05f, -1.2951772987e-05f, 1.8376233584e-06f, -7.1104061306e-08f, -3.9632961801e-08f};
+    __m512 a = _mm512_abs_ps(x);
+    __m512 t = _mm512_mul_ps(a, a), p = _mm512_set1_ps(P[6]);
+    for (int i = 5; i >= 0; i--) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(P[i]));
+    __m512 small = _mm512_mul_ps(a, p);
+    __m512 z = _mm512_sub_ps(_mm512_min_ps(a, _mm512_set1_ps(4.0f)), _mm512_set1_ps(2.5f));
+    __m512 q = _mm512_set1_ps(Q[10]);
+    for (int i = 9; i >= 0; i--) q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(Q[i]));
+    __m512 large = _mm512_sub_ps(_mm512_set1_ps(1.0f), exp_ps(q));
+    __m512 r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(1.0f), _CMP_LE_OQ), large,
+                                    small);
+    /* copysign(r, x): imm 0xe4 takes a's bits where c is set, b's elsewhere */
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+        _mm512_castps_si512(x), _mm512_castps_si512(r), _mm512_set1_epi32(INT32_MIN), 0xe4));
+}
+
+INLINE __m512 gelu_erf_ps(__m512 x)
+{
+    __m512 e = erf_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x),
+                         _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+/* 0.5 x (1 + tanh(y)) = x (1 - 1 / (exp(2y) + 1)), y = sqrt(2/pi)(x + 0.044715 x^3) */
+INLINE __m512 gelu_tanh_ps(__m512 x)
+{
+    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    __m512 y = _mm512_mul_ps(_mm512_set1_ps(0.79788456080286536f),
+                             _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
+    __m512 e = exp_ps(_mm512_add_ps(y, y));
+    __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f)));
+    return _mm512_mul_ps(x, _mm512_sub_ps(_mm512_set1_ps(1.0f), s));
+}
+
+TARGET void ek_geglu_avx512(float *g, const float *u, int64_t n, int tanh_form)
+{
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 y = tanh_form ? gelu_tanh_ps(x) : gelu_erf_ps(x);
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+TARGET float ek_exp_sum_avx512(float *x, int64_t n, float shift)
+{
+    __m512 sum = _mm512_setzero_ps(), sh = _mm512_set1_ps(shift);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), sh));
+        _mm512_mask_storeu_ps(x + i, m, e);
+        sum = _mm512_mask_add_ps(sum, m, sum, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+/* H heads x J keys of scores, d a multiple of 16: each K vector is loaded
+ * once for the H heads, each Q vector once for the J keys. */
+INLINE void scores_block(float *s, int64_t ss, const float *q, const float *const *k, int d,
+                         float scale, const int H, const int J)
+{
+    __m512 acc[4][4];
+    _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
+        _Pragma("GCC unroll 4") for (int j = 0; j < J; j++) acc[h][j] = _mm512_setzero_ps();
+    for (int i = 0; i < d; i += 16) {
+        __m512 kv[4];
+        _Pragma("GCC unroll 4") for (int j = 0; j < J; j++) kv[j] = _mm512_loadu_ps(k[j] + i);
+        _Pragma("GCC unroll 4") for (int h = 0; h < H; h++) {
+            __m512 qv = _mm512_loadu_ps(q + (int64_t)h * d + i);
+            _Pragma("GCC unroll 4") for (int j = 0; j < J; j++)
+                acc[h][j] = _mm512_fmadd_ps(qv, kv[j], acc[h][j]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
+        _Pragma("GCC unroll 4") for (int j = 0; j < J; j++)
+            s[h * ss + j] = _mm512_reduce_add_ps(acc[h][j]) * scale;
+}
+
+TARGET void ek_attn_scores_avx512(float *s, int64_t s_stride, const float *q, int nh,
+                                  const float *const *k, int nk, int d, float scale)
+{
+    if (d % 16) {
+        ek_attn_scores_scalar(s, s_stride, q, nh, k, nk, d, scale);
+        return;
+    }
+    for (int h = 0; h < nh;) {
+        int H = nh - h >= 4 ? 4 : 1;
+        const float *qh = q + (int64_t)h * d;
+        float *sh = s + h * s_stride;
+        int j = 0;
+        if (H == 4) {
+            for (; j + 4 <= nk; j += 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 4);
+            for (; j < nk; j++) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 1);
+        } else {
+            for (; j + 4 <= nk; j += 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 4);
+            for (; j < nk; j++) scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 1);
+        }
+        h += H;
+    }
+}
+
+/* o[h][i0 .. i0 + 16C) += sum_j p[h][j] v[j][..] for H heads: the output
+ * stays in registers over all nk keys, each V vector is loaded once. */
+INLINE void accum_block(float *o, const float *p, int64_t ps, const float *const *v, int nk, int d,
+                        int i0, const int H, const int C)
+{
+    __m512 acc[4][4];
+    _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++)
+            acc[h][c] = _mm512_loadu_ps(o + (int64_t)h * d + i0 + 16 * c);
+    for (int j = 0; j < nk; j++) {
+        __m512 vv[4];
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++)
+            vv[c] = _mm512_loadu_ps(v[j] + i0 + 16 * c);
+        _Pragma("GCC unroll 4") for (int h = 0; h < H; h++) {
+            __m512 pb = _mm512_set1_ps(p[h * ps + j]);
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++)
+                acc[h][c] = _mm512_fmadd_ps(pb, vv[c], acc[h][c]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++)
+            _mm512_storeu_ps(o + (int64_t)h * d + i0 + 16 * c, acc[h][c]);
+}
+
+TARGET void ek_attn_accum_avx512(float *o, const float *p, int64_t p_stride, int nh,
+                                 const float *const *v, int nk, int d)
+{
+    if (d % 16) {
+        ek_attn_accum_scalar(o, p, p_stride, nh, v, nk, d);
+        return;
+    }
+    for (int h = 0; h < nh;) {
+        int H = nh - h >= 4 ? 4 : 1;
+        float *oh = o + (int64_t)h * d;
+        const float *ph = p + h * p_stride;
+        int i = 0;
+        if (H == 4) {
+            for (; i + 64 <= d; i += 64) accum_block(oh, ph, p_stride, v, nk, d, i, 4, 4);
+            for (; i < d; i += 16) accum_block(oh, ph, p_stride, v, nk, d, i, 4, 1);
+        } else {
+            for (; i + 64 <= d; i += 64) accum_block(oh, ph, p_stride, v, nk, d, i, 1, 4);
+            for (; i < d; i += 16) accum_block(oh, ph, p_stride, v, nk, d, i, 1, 1);
+        }
+        h += H;
+    }
+}
+
+#endif

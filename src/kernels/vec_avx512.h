@@ -1,0 +1,16 @@
+/* The AVX-512 attention and activation kernels (vec_avx512.c), for the
+ * avx512 kernel set of matmul_avx512.c. Only call them on a CPU with
+ * AVX-512 F/BW/VL. */
+#ifndef EMBER_KERNELS_VEC_AVX512_H
+#define EMBER_KERNELS_VEC_AVX512_H
+
+#include "kernels/matmul.h"
+
+void ek_attn_scores_avx512(float *s, int64_t s_stride, const float *q, int nh,
+                           const float *const *k, int nk, int d, float scale);
+void ek_attn_accum_avx512(float *o, const float *p, int64_t p_stride, int nh,
+                          const float *const *v, int nk, int d);
+float ek_exp_sum_avx512(float *x, int64_t n, float shift);
+void ek_geglu_avx512(float *g, const float *u, int64_t n, int tanh_form);
+
+#endif
