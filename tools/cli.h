@@ -12,6 +12,9 @@ int cmd_generate(int argc, char **argv);
 int cmd_parity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
 
 /* Options shared by the commands that run a model (cli_common.c). */
 enum {

@@ -17,6 +17,10 @@ static void usage(FILE *f)
             "            compare logits with a golden file from reference/golden.py\n"
             "  bench llm -m DIR [--ctx 0,4096] [--prompt 512] [--gen 64] [--json]\n"
             "            prefill/decode speed, bytes per token, roofline fraction, RSS\n"
+            "  tokenize  -m DIR [--json] [--jsonl] [--no-special]   text on stdin -> token ids\n"
+            "  detokenize -m DIR [--skip-special]                   token ids on stdin -> text\n"
+            "  template  -m DIR --messages FILE.json [--tools FILE.json] [--add-generation-prompt]\n"
+            "            [--enable-thinking 0|1] [--cases FILE.json]   render the chat template\n"
             "run 'ember <command> --help' for the options of one command\n");
 }
 
@@ -71,6 +75,9 @@ static const struct {
     {"parity", cmd_parity},
     {"bench", cmd_bench},
     {"quantize", cmd_quantize},
+    {"template", cmd_template},
+    {"tokenize", cmd_tokenize},
+    {"detokenize", cmd_detokenize},
 };
 
 int main(int argc, char **argv)
