@@ -75,9 +75,11 @@ def build_config(preset="tiny", dtype="f32", layers=None, vocab=None, untied=Fal
         "mlp_bias": bool(mlp_bias),
         "attention_dropout": 0.0,
         "tie_word_embeddings": not untied,
-        "bos_token_id": 1,
-        "eos_token_id": 2,
-        "pad_token_id": 0,
+        # the ids of reference/make_tokenizer.py's layout: its 9 special tokens
+        # end the vocabulary, <|endoftext|> (bos, pad) first, <|im_end|> (eos) third
+        "bos_token_id": c["vocab_size"] - 9,
+        "eos_token_id": c["vocab_size"] - 7,
+        "pad_token_id": c["vocab_size"] - 9,
         "initializer_range": 0.02,
         "use_cache": True,
         "torch_dtype": TORCH_NAME[dtype],

@@ -6,6 +6,7 @@
  * tensors), each failing with a message that names the key or tensor.
  *
  *   test_gguf_spark --write-seeds DIR   writes a small spark2_5 GGUF seed. */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
@@ -212,9 +213,38 @@ static const gguf_value *arr(const gguf_file *f, const char *key, gguf_type t)
     return v;
 }
 
+static int make_tok_dir(const char *dir, const char *tokenizer_json);
+
+/* models/tiny's weights without its tokenizer.json, and a config.json whose
+ * special ids are pad 0, bos 1, eos 2. */
+static int make_notok_dir(const char *dir)
+{
+    char path[PATH_MAX];
+    size_t n;
+    if (make_tok_dir(dir, NULL)) return -1;
+    snprintf(path, sizeof path, "%s/config.json", tiny());
+    char *text = (char *)slurp(path, &n);
+    cJSON *cfg = text ? cJSON_ParseWithLength(text, n) : NULL;
+    free(text);
+    if (!cfg) return -1;
+    cJSON_ReplaceItemInObject(cfg, "pad_token_id", cJSON_CreateNumber(0));
+    cJSON_ReplaceItemInObject(cfg, "bos_token_id", cJSON_CreateNumber(1));
+    cJSON_ReplaceItemInObject(cfg, "eos_token_id", cJSON_CreateNumber(2));
+    char *out = cJSON_Print(cfg);
+    cJSON_Delete(cfg);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    FILE *f = out ? fopen(path, "wb") : NULL;
+    int rc = f && fputs(out, f) >= 0 ? 0 : -1;
+    if (f && fclose(f)) rc = -1;
+    free(out);
+    return rc;
+}
+
 static void test_synthesized_vocab(void)
 {
-    ember_model *m = load(tiny(), EMBER_TYPE_NONE);
+    REQUIRE(make_notok_dir(tmp_path("notok")) == 0);
+    ember_model *m = load(tmp_path("notok"), EMBER_TYPE_NONE);
     gguf_file *f = NULL;
     REQUIRE(m);
     REQUIRE(spark_gguf_write(m, tmp_path("syn.gguf"), ET_F32, NULL, NULL) == EMBER_OK);
@@ -248,12 +278,14 @@ static void test_synthesized_vocab(void)
     CHECK(gguf_get_u32(f, "tokenizer.ggml.padding_token_id", &id) == EMBER_OK && id == 0);
     CHECK(gguf_get_str(f, "general.description", &desc, NULL) == EMBER_OK && strstr(desc, "synthesized"));
     CHECK(gguf_get_str(f, "general.architecture", &s, NULL) == EMBER_OK && !strcmp(s, "spark2_5"));
-    CHECK(gguf_get_str(f, "general.name", &s, NULL) == EMBER_OK && !strcmp(s, "tiny"));
+    /* general.name is the checkpoint directory's name */
+    CHECK(gguf_get_str(f, "general.name", &s, NULL) == EMBER_OK && !strcmp(s, "notok"));
     CHECK(gguf_get_u32(f, "general.file_type", &id) == EMBER_OK && id == 0);
     gguf_close(f);
 }
 
-/* A directory of symlinks to models/tiny plus a tokenizer.json. */
+/* A directory of symlinks to the weights of models/tiny plus the given
+ * tokenizer.json (none if NULL). */
 static int make_tok_dir(const char *dir, const char *tokenizer_json)
 {
     static const char *const files[] = {"config.json", "model-00001-of-00002.safetensors",
@@ -266,6 +298,7 @@ static int make_tok_dir(const char *dir, const char *tokenizer_json)
         snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
         if (!realpath(rel, src) || (symlink(src, dst) && !exists(dst))) return -1;
     }
+    if (!tokenizer_json) return 0;
     snprintf(dst, sizeof dst, "%s/tokenizer.json", dir);
     FILE *f = fopen(dst, "wb");
     if (!f) return -1;

