@@ -20,6 +20,11 @@ void ek_row_to_f32(float *out, const ek_matrix *w, int64_t r)
     f->to_f32((const char *)w->data + (size_t)r * ek_row_bytes(w->dtype, w->cols), out, w->cols);
 }
 
+ek_to_f32_fn ek_kernels_to_f32(const ek_kernel_set *k, et_dtype dtype)
+{
+    return k->to_f32[dtype] ? k->to_f32[dtype] : ek_format_of(dtype)->to_f32;
+}
+
 /* The SIMD sets live in their own files, compiled for their instruction set;
  * each returns NULL when the build has no such set (e.g. on ARM). */
 const ek_kernel_set *ek_kernels_avx2(void);

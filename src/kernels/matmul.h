@@ -52,6 +52,8 @@ typedef void (*ek_attn_accum_fn)(float *o, const float *p, int64_t p_stride, int
 typedef float (*ek_exp_sum_fn)(float *x, int64_t n, float shift);
 /* GeGLU: g[i] = gelu(g[i]) * u[i], the exact erf form or the tanh one. */
 typedef void (*ek_geglu_fn)(float *g, const float *u, int64_t n, int tanh_form);
+/* n elements of a row in some format to fp32 (exact, as formats.h's to_f32). */
+typedef void (*ek_to_f32_fn)(const void *src, float *dst, int64_t n);
 
 typedef struct ek_kernel_set {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
@@ -63,7 +65,12 @@ typedef struct ek_kernel_set {
     ek_attn_accum_fn attn_accum;
     ek_exp_sum_fn exp_sum;
     ek_geglu_fn geglu;
+    /* row conversions (KV cache rows); NULL: the format table's scalar one */
+    ek_to_f32_fn to_f32[ET_DTYPE_COUNT];
 } ek_kernel_set;
+
+/* The set's conversion of `dtype` rows to fp32, never NULL. */
+ek_to_f32_fn ek_kernels_to_f32(const ek_kernel_set *k, et_dtype dtype);
 
 /* The scalar twins (kernels_scalar.c), for sets that have no faster version. */
 float ek_dot_f32_scalar(const float *a, const float *b, int64_t n);

@@ -280,6 +280,7 @@ static const ek_kernel_set avx2_set = {
     attn_accum_avx2,
     ek_exp_sum_scalar,
     ek_geglu_scalar,
+    {0}, /* row conversions: the format table's */
 };
 
 const ek_kernel_set *ek_kernels_avx2(void) { return &avx2_set; }

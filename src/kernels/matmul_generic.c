@@ -124,6 +124,7 @@ static const ek_kernel_set scalar_set = {
     ek_attn_accum_scalar,
     ek_exp_sum_scalar,
     ek_geglu_scalar,
+    {0}, /* row conversions: the format table's */
 };
 
 const ek_kernel_set *ek_kernels_scalar(void) { return &scalar_set; }

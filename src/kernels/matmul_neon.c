@@ -238,6 +238,7 @@ static const ek_kernel_set neon_dot_set = {
     attn_accum_neon,
     ek_exp_sum_scalar,
     ek_geglu_scalar,
+    {0}, /* row conversions: the format table's */
 };
 
 static const ek_kernel_set neon_set = {
@@ -251,6 +252,7 @@ static const ek_kernel_set neon_set = {
     attn_accum_neon,
     ek_exp_sum_scalar,
     ek_geglu_scalar,
+    {0}, /* row conversions: the format table's */
 };
 
 const ek_kernel_set *ek_kernels_neon(void)

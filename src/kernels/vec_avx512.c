@@ -5,8 +5,11 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <string.h>
 
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
+#include "kernels/formats.h"
+
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) TARGET
 
 /* exp(x): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is
@@ -182,6 +185,44 @@ TARGET void ek_attn_accum_avx512(float *o, const float *p, int64_t p_stride, int
             for (; i < d; i += 16) accum_block(oh, ph, p_stride, v, nk, d, i, 1, 1);
         }
         h += H;
+    }
+}
+
+/* ---- row conversions (KV cache rows) -------------------------------------- */
+
+TARGET void ek_f16_to_f32_avx512(const void *src, float *dst, int64_t n)
+{
+    const uint16_t *s = src;
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + i)));
+    }
+}
+
+TARGET void ek_bf16_to_f32_avx512(const void *src, float *dst, int64_t n)
+{
+    const uint16_t *s = src;
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s + i));
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+    }
+}
+
+/* d * q in fp32, as the scalar: both products are exact roundings of the
+ * same real number. */
+TARGET void ek_q8_0_to_f32_avx512(const void *src, float *dst, int64_t n)
+{
+    const ek_block_q8_0 *b = src;
+    for (int64_t i = 0; i < n / EK_QBLOCK; i++) {
+        uint16_t h;
+        memcpy(&h, &b[i].d, sizeof h);
+        __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)h));
+        __m128i q0 = _mm_loadu_si128((const __m128i *)b[i].q);
+        __m128i q1 = _mm_loadu_si128((const __m128i *)(b[i].q + 16));
+        _mm512_storeu_ps(dst + i * EK_QBLOCK, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0))));
+        _mm512_storeu_ps(dst + i * EK_QBLOCK + 16,
+                         _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1))));
     }
 }
 

@@ -32,6 +32,7 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, 
     float *k_conv = tile_s + (size_t)group * ATTN_TILE;    /* ATTN_TILE x d */
     float *v_conv = k_conv + (size_t)ATTN_TILE * d;        /* ATTN_TILE x d */
     const float *kp[ATTN_TILE], *vp[ATTN_TILE];
+    const ek_to_f32_fn to_f32 = ek_kernels_to_f32(s->k, L->type);
 
     /* Keys any query of the chunk sees: cached positions from the first
      * query's window start up to p0, then the chunk's own positions. */
@@ -51,8 +52,8 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, 
             for (int64_t j = j0; j < j1; j++) {
                 int32_t i = (int32_t)(j - j0);
                 if (j < p0) {
-                    kp[i] = kv_row(L, L->k, d, g, kv_slot(L, j), k_conv + (size_t)i * d);
-                    vp[i] = kv_row(L, L->v, d, g, kv_slot(L, j), v_conv + (size_t)i * d);
+                    kp[i] = kv_row(L, L->k, d, g, kv_slot(L, j), to_f32, k_conv + (size_t)i * d);
+                    vp[i] = kv_row(L, L->v, d, g, kv_slot(L, j), to_f32, v_conv + (size_t)i * d);
                 } else {
                     kp[i] = k_new + (j - p0) * s->kv_stride + (int64_t)g * d;
                     vp[i] = v_new + (j - p0) * s->kv_stride + (int64_t)g * d;

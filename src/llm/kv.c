@@ -58,11 +58,11 @@ void kv_cache_free(kv_cache *kv)
 }
 
 const float *kv_row(const kv_layer *L, const void *base, int32_t head_dim, int32_t g, int32_t slot,
-                    float *tmp)
+                    ek_to_f32_fn to_f32, float *tmp)
 {
     const char *row = (const char *)base + ((size_t)g * (size_t)L->capacity + (size_t)slot) * L->row_bytes;
     if (L->type == ET_F32) return (const float *)row;
-    ek_format_of(L->type)->to_f32(row, tmp, head_dim);
+    to_f32(row, tmp, head_dim);
     return tmp;
 }
 

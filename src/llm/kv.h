@@ -45,9 +45,10 @@ static inline int32_t kv_slot(const kv_layer *L, int64_t pos)
 }
 
 /* The row of kv head g in slot `slot` of K (or V) as fp32: a pointer into
- * the cache for f32, else converted into tmp (head_dim floats). */
+ * the cache for f32, else converted by to_f32 (the kernel set's conversion
+ * of the cache's format) into tmp (head_dim floats). */
 const float *kv_row(const kv_layer *L, const void *base, int32_t head_dim, int32_t g, int32_t slot,
-                    float *tmp);
+                    ek_to_f32_fn to_f32, float *tmp);
 
 /* Writes the keys/values of n tokens at positions p0.. into their slots.
  * Rows of k_new/v_new are kv_heads*head_dim floats apart by `stride`. Only

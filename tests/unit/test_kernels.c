@@ -661,6 +661,31 @@ static void exp_and_gelu_kernels_match_libm(void)
     }
 }
 
+/* Every set's row conversions equal the format table's bit for bit (both
+ * are exact), on lengths with tails. */
+static void row_conversions_match_format_table(void)
+{
+    static const char *const sets[] = {"scalar", "avx2", "avx512", "neon"};
+    static const et_dtype types[] = {ET_F16, ET_BF16, ET_Q8_0};
+    enum { N = 96 };
+    float src[N], a[N], b[N];
+    unsigned char row[N * 4];
+    for (int i = 0; i < N; i++) src[i] = 3.0f * frand();
+    for (size_t si = 0; si < sizeof sets / sizeof *sets; si++) {
+        const ek_kernel_set *k = ek_kernels_by_name(sets[si]);
+        if (!k) continue;
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+            const ek_format *f = ek_format_of(types[ti]);
+            for (int n = f->block; n <= N; n += f->block) {
+                f->from_f32(src, row, n);
+                f->to_f32(row, a, n);
+                ek_kernels_to_f32(k, types[ti])(row, b, n);
+                CHECK_MSG(!memcmp(a, b, (size_t)n * sizeof *a), "%s %s n=%d", k->name, f->name, n);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     RUN(f16_conversion_is_exact_for_every_value);
@@ -671,6 +696,7 @@ int main(void)
     RUN(dot_and_axpy_match_scalar);
     RUN(attention_kernels_match_definition);
     RUN(exp_and_gelu_kernels_match_libm);
+    RUN(row_conversions_match_format_table);
     RUN(best_set_is_runnable);
     RUN(simd_quantize_q8_0_is_bit_identical);
     RUN(simd_sets_match_scalar_twin);
