@@ -1,0 +1,214 @@
+/* Chat templates from a model directory, rendered the way transformers.js's
+ * apply_chat_template renders them (same variables, same template choice). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/json_text.h"
+#include "io/read_file.h"
+#include "text/chat.h"
+#include "text/jinja.h"
+
+/* The special-token variables transformers.js passes when the config has them. */
+static const char *const SPECIAL_TOKENS[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                             "pad_token", "cls_token", "mask_token"};
+#define N_SPECIAL (sizeof SPECIAL_TOKENS / sizeof SPECIAL_TOKENS[0])
+
+struct et_chat_template {
+    ej_template *main;     /* "default", or the only template */
+    ej_template *tool_use; /* used when tools are given; NULL if none */
+    char *special[N_SPECIAL];
+};
+
+void et_chat_template_free(et_chat_template *t)
+{
+    if (!t) return;
+    ej_free(t->main);
+    ej_free(t->tool_use);
+    for (size_t i = 0; i < N_SPECIAL; i++) free(t->special[i]);
+    free(t);
+}
+
+static ember_status set_special(et_chat_template *t, size_t i, const char *value)
+{
+    if (!value || !*value) return EMBER_OK; /* "" counts as absent, as in transformers.js */
+    t->special[i] = strdup(value);
+    return t->special[i] ? EMBER_OK : ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
+}
+
+static ember_status parse_named(const char *src, const char *label, ej_template **out)
+{
+    ember_status st = ej_parse(src, strlen(src), out);
+    if (st) ember_fail_prefix(st, "%s", label);
+    return st;
+}
+
+ember_status et_chat_template_from_string(const char *src, const char *bos, const char *eos,
+                                          et_chat_template **out)
+{
+    if (!src || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_template_from_string: NULL argument");
+    *out = NULL;
+    et_chat_template *t = calloc(1, sizeof *t);
+    if (!t) return ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
+    ember_status st = parse_named(src, "chat template", &t->main);
+    if (!st) st = set_special(t, 0, bos);
+    if (!st) st = set_special(t, 1, eos);
+    if (st) {
+        et_chat_template_free(t);
+        return st;
+    }
+    *out = t;
+    return EMBER_OK;
+}
+
+/* Reads dir/name; a missing file gives EMBER_OK with *text NULL. */
+static ember_status read_optional(const char *dir, const char *name, char **text, size_t *len, char *path,
+                                  size_t path_cap)
+{
+    *text = NULL;
+    snprintf(path, path_cap, "%s/%s", dir, name);
+    if (access(path, F_OK) != 0 && errno == ENOENT) return EMBER_OK;
+    return io_read_text_file(path, (size_t)64 << 20, text, len);
+}
+
+/* "chat_template": a string, or [{name, template}, ...]. */
+static ember_status load_from_value(et_chat_template *t, const cJSON *ct, const char *path)
+{
+    if (cJSON_IsString(ct)) return parse_named(ct->valuestring, path, &t->main);
+    if (!cJSON_IsArray(ct))
+        return ember_fail(EMBER_ERR_FORMAT, "%s: chat_template must be a string or a list of {name, template}", path);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, ct)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(item, "template");
+        if (!cJSON_IsString(name) || !cJSON_IsString(src))
+            return ember_fail(EMBER_ERR_FORMAT, "%s: chat_template entries need string 'name' and 'template'", path);
+        ej_template **slot = !strcmp(name->valuestring, "default")    ? &t->main
+                             : !strcmp(name->valuestring, "tool_use") ? &t->tool_use
+                                                                      : NULL;
+        if (!slot || *slot) continue;
+        char label[600];
+        snprintf(label, sizeof label, "%s: chat_template '%s'", path, name->valuestring);
+        ember_status st = parse_named(src->valuestring, label, slot);
+        if (st) return st;
+    }
+    if (!t->main)
+        return ember_fail(EMBER_ERR_FORMAT, "%s: chat_template has several templates but none named 'default'", path);
+    return EMBER_OK;
+}
+
+static ember_status read_special_tokens(et_chat_template *t, const cJSON *config, const char *path)
+{
+    for (size_t i = 0; i < N_SPECIAL; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(config, SPECIAL_TOKENS[i]);
+        if (!v || cJSON_IsNull(v)) continue;
+        if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
+        if (!cJSON_IsString(v))
+            return ember_fail(EMBER_ERR_FORMAT, "%s: %s must be a string or an object with a string 'content'", path,
+                              SPECIAL_TOKENS[i]);
+        ember_status st = set_special(t, i, v->valuestring);
+        if (st) return st;
+    }
+    return EMBER_OK;
+}
+
+static ember_status load_into(et_chat_template *t, const char *dir)
+{
+    char path[4096];
+    char *text;
+    size_t len;
+    cJSON *config = NULL;
+    ember_status st = read_optional(dir, "tokenizer_config.json", &text, &len, path, sizeof path);
+    if (st) return st;
+    if (text) {
+        st = io_json_parse(text, len, path, "config", &config);
+        free(text);
+        if (st) return st;
+        if (!cJSON_IsObject(config)) st = ember_fail(EMBER_ERR_FORMAT, "%s: not a JSON object", path);
+        if (!st) st = read_special_tokens(t, config, path);
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(config, "chat_template");
+        if (!st && ct && !cJSON_IsNull(ct)) st = load_from_value(t, ct, path);
+        cJSON_Delete(config);
+        if (st || t->main) return st;
+    }
+    st = read_optional(dir, "chat_template.jinja", &text, &len, path, sizeof path);
+    if (st) return st;
+    if (text) {
+        st = ej_parse(text, len, &t->main);
+        if (st) ember_fail_prefix(st, "%s", path);
+        free(text);
+        return st;
+    }
+    st = read_optional(dir, "chat_template.json", &text, &len, path, sizeof path);
+    if (st) return st;
+    if (!text) return ember_fail(EMBER_ERR_IO, "%s: no chat template (tokenizer_config.json chat_template, chat_template.jinja or chat_template.json)", dir);
+    st = io_json_parse(text, len, path, "chat template", &config);
+    free(text);
+    if (st) return st;
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(config, "chat_template");
+    st = ct ? load_from_value(t, ct, path) : ember_fail(EMBER_ERR_FORMAT, "%s: no 'chat_template' key", path);
+    cJSON_Delete(config);
+    return st;
+}
+
+ember_status et_chat_template_load(const char *dir, et_chat_template **out)
+{
+    if (!dir || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_template_load: NULL argument");
+    *out = NULL;
+    et_chat_template *t = calloc(1, sizeof *t);
+    if (!t) return ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
+    ember_status st = load_into(t, dir);
+    if (st) {
+        et_chat_template_free(t);
+        return st;
+    }
+    *out = t;
+    return EMBER_OK;
+}
+
+/* Sets key to item in obj, replacing an earlier value (later ones win, as
+ * in the JavaScript object literal transformers.js builds). */
+static bool put(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!item) return false;
+    if (cJSON_GetObjectItemCaseSensitive(obj, key)) return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item);
+    return cJSON_AddItemToObject(obj, key, item);
+}
+
+static cJSON *reference(const cJSON *v)
+{
+    if (cJSON_IsArray(v)) return cJSON_CreateArrayReference(v->child);
+    if (cJSON_IsObject(v)) return cJSON_CreateObjectReference(v->child);
+    return cJSON_Duplicate(v, true);
+}
+
+ember_status et_chat_render(const et_chat_template *t, const et_chat_input *in, char **out)
+{
+    if (!t || !in || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_render: NULL argument");
+    *out = NULL;
+    if (!cJSON_IsArray(in->messages)) return ember_fail(EMBER_ERR_INVALID_ARG, "chat: messages must be a JSON array");
+    if (in->extra && !cJSON_IsObject(in->extra)) return ember_fail(EMBER_ERR_INVALID_ARG, "chat: extra must be a JSON object");
+    cJSON *ctx = cJSON_CreateObject();
+    bool ok = ctx != NULL;
+    ok = ok && put(ctx, "messages", reference(in->messages));
+    ok = ok && put(ctx, "add_generation_prompt", cJSON_CreateBool(in->add_generation_prompt));
+    ok = ok && put(ctx, "tools", in->tools ? reference(in->tools) : cJSON_CreateNull());
+    ok = ok && put(ctx, "documents", cJSON_CreateNull());
+    for (size_t i = 0; ok && i < N_SPECIAL; i++)
+        if (t->special[i]) ok = put(ctx, SPECIAL_TOKENS[i], cJSON_CreateString(t->special[i]));
+    const cJSON *e;
+    if (in->extra)
+        cJSON_ArrayForEach(e, in->extra) if (ok) ok = put(ctx, e->string, reference(e));
+    if (ok && in->enable_thinking >= 0) ok = put(ctx, "enable_thinking", cJSON_CreateBool(in->enable_thinking != 0));
+    if (!ok) {
+        cJSON_Delete(ctx);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "chat: out of memory");
+    }
+    const ej_template *tmpl = in->tools && t->tool_use ? t->tool_use : t->main;
+    ember_status st = ej_render(tmpl, ctx, out, NULL);
+    cJSON_Delete(ctx);
+    return st;
+}

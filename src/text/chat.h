@@ -1,0 +1,41 @@
+/* The chat layer: a model's chat template (from tokenizer_config.json or
+ * chat_template.jinja/.json) rendered with the variables transformers.js's
+ * apply_chat_template passes: messages, add_generation_prompt, tools,
+ * documents (null), the special tokens the config names (bos_token,
+ * eos_token, unk_token, sep_token, pad_token, cls_token, mask_token) and
+ * the extra keyword arguments (enable_thinking, ...). A loaded template is
+ * immutable; several threads may render it at once. */
+#ifndef EMBER_TEXT_CHAT_H
+#define EMBER_TEXT_CHAT_H
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/status.h"
+
+typedef struct et_chat_template et_chat_template;
+
+/* dir: a model dir. Reads tokenizer_config.json ("chat_template" as a string,
+ * or a list of {name, template} where "default" is used, and "tool_use" when
+ * tools are given if present) and falls back to chat_template.jinja /
+ * chat_template.json in the dir. Also reads the special tokens (a string or
+ * an {"content": ...} object) from tokenizer_config.json. */
+ember_status et_chat_template_load(const char *dir, et_chat_template **out);
+/* bos/eos may be NULL (then the variables are not set). */
+ember_status et_chat_template_from_string(const char *src, const char *bos, const char *eos,
+                                          et_chat_template **out);
+
+typedef struct {
+    const cJSON *messages; /* array of {role, content, tool_calls?, reasoning_content?, ...} */
+    const cJSON *tools;    /* array of OpenAI-style tool objects, or NULL */
+    bool add_generation_prompt;
+    int enable_thinking; /* -1: not passed, 0/1: passed as a variable */
+    const cJSON *extra;  /* an object of more template variables, or NULL */
+} et_chat_input;
+
+/* *out: a malloc'd NUL-terminated prompt; the caller frees it. */
+ember_status et_chat_render(const et_chat_template *t, const et_chat_input *in, char **out);
+void et_chat_template_free(et_chat_template *t);
+
+#endif
