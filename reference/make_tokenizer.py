@@ -28,6 +28,10 @@ SPARK_SPLITS = [
     r"\p{N}",
 ]
 
+# As in Qwen3's tokenizer, only the control tokens are "special" (dropped by
+# decode(skip_special_tokens=True)); the tool-call and think tags stay text,
+# so a response's tool calls and reasoning survive detokenization.
+CONTROL_TOKENS = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
                   "<think>", "</think>", "<tool_response>", "</tool_response>"]
 
@@ -144,7 +148,7 @@ def build(vocab_size):
                 merges.append((left, right))
         k += 1
     added = [{"id": len(vocab) + i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i, t in enumerate(SPECIAL_TOKENS)]
+              "normalized": False, "special": t in CONTROL_TOKENS} for i, t in enumerate(SPECIAL_TOKENS)]
     assert len(vocab) + len(added) == vocab_size
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     return {

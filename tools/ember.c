@@ -11,8 +11,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ember <command> [options]\n"
             "commands:\n"
-            "  generate  -m DIR --ids 1,2,3 [-n 32] [--greedy] [--print-ids]\n"
-            "            run a prompt of token ids and generate greedily\n"
+            "  generate  -m DIR -p TEXT [-n 128] [sampling options]   stream a continuation\n"
+            "            (or --ids 1,2,3 [--print-ids]: a prompt of token ids)\n"
+            "  chat      -m DIR [--system S] [--tools FILE.json]   interactive chat, tool calls as JSON\n"
             "  parity    --model DIR --golden FILE [--json] [thresholds]\n"
             "            compare logits with a golden file from reference/golden.py\n"
             "  bench llm -m DIR [--ctx 0,4096] [--prompt 512] [--gen 64] [--json]\n"
@@ -72,6 +73,7 @@ static const struct {
     int (*run)(int argc, char **argv);
 } commands[] = {
     {"generate", cmd_generate},
+    {"chat", cmd_chat},
     {"parity", cmd_parity},
     {"bench", cmd_bench},
     {"quantize", cmd_quantize},

@@ -3,6 +3,7 @@
  * into one table sorted by name, so lookups are binary searches and each
  * carries a "used" flag for ck_check_all_used. */
 #include "io/checkpoint.h"
+#include "io/read_file.h"
 
 #include "base/status.h"
 #include "io/json_text.h"
@@ -69,59 +70,6 @@ static bool path_missing(const char *path)
     return stat(path, &sb) != 0 && errno == ENOENT;
 }
 
-/* Reads a whole regular file of at most `cap` bytes, NUL-terminated. */
-static ember_status read_text_file(const char *path, size_t cap, char **out, size_t *out_len)
-{
-    struct stat sb;
-    char *text;
-    size_t size, got = 0;
-    int fd;
-
-    *out = NULL;
-    *out_len = 0;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ember_fail(EMBER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return ember_fail(EMBER_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ember_fail(EMBER_ERR_IO, "%s: not a regular file", path);
-    }
-    if (sb.st_size < 0 || (uint64_t)sb.st_size > cap) {
-        close(fd);
-        return ember_fail(EMBER_ERR_FORMAT, "%s: file is %lld bytes, over the %zu-byte limit",
-                          path, (long long)sb.st_size, cap);
-    }
-    size = (size_t)sb.st_size;
-    text = malloc(size + 1);
-    if (!text) {
-        close(fd);
-        return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory (%zu bytes)", path, size);
-    }
-    while (got < size) {
-        ssize_t r = read(fd, text + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(text);
-            close(fd);
-            return ember_fail(EMBER_ERR_IO, "%s: read failed: %s", path, strerror(e));
-        }
-        if (r == 0)
-            break; /* file shrank under us: keep what we got */
-        got += (size_t)r;
-    }
-    close(fd);
-    text[got] = '\0';
-    *out = text;
-    *out_len = got;
-    return EMBER_OK;
-}
 
 /* ---- the index -------------------------------------------------------- */
 
@@ -450,7 +398,7 @@ static ember_status open_sharded(ck_dir *ck, const char *index_path)
     ember_status st;
 
     memset(&idx, 0, sizeof idx);
-    st = read_text_file(index_path, CK_INDEX_MAX, &text, &len);
+    st = io_read_text_file(index_path, CK_INDEX_MAX, &text, &len);
     if (st != EMBER_OK)
         return st;
     st = ck_parse_index(text, len, index_path, &idx);
@@ -505,7 +453,7 @@ ember_status ck_open(const char *dir, ck_dir **out)
         goto done;
     }
 
-    st = read_text_file(config_path, CK_CONFIG_MAX, &ck->config, &ck->config_len);
+    st = io_read_text_file(config_path, CK_CONFIG_MAX, &ck->config, &ck->config_len);
     if (st != EMBER_OK)
         goto done;
 

@@ -1,0 +1,90 @@
+/* The sampling and stopping options shared by generate, chat (and the
+ * speech commands): see cli.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cli_sampling_usage[] =
+    "  sampling (defaults: the model's generation_config.json; greedy without one):\n"
+    "  --greedy                 temperature 0\n"
+    "  --temp T --top-k K --top-p P --min-p P\n"
+    "  --repeat-penalty R       Hugging Face repetition penalty (1 = off)\n"
+    "  --presence-penalty P --frequency-penalty F   OpenAI penalties (0 = off)\n"
+    "  --logit-bias ID=BIAS     added to a token's logit (repeatable)\n"
+    "  --seed S                 sampler seed (default 0)\n"
+    "  --stop TEXT              stop string (repeatable)\n";
+
+static int parse_float(const char *arg, float *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+void cli_sampling_init(cli_sampling *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+int cli_sampling_option(int c, const char *arg, const char *cmd, cli_sampling *s)
+{
+    float v;
+    switch (c) {
+    case CLI_OPT_GREEDY: s->temperature = 0.0f; s->set.temperature = 1; return 1;
+    case CLI_OPT_TEMP: if (parse_float(arg, &v) || v < 0) break; s->temperature = v; s->set.temperature = 1; return 1;
+    case CLI_OPT_TOP_K: if (parse_float(arg, &v) || v < 0) break; s->top_k = (int32_t)v; s->set.top_k = 1; return 1;
+    case CLI_OPT_TOP_P: if (parse_float(arg, &v) || v <= 0 || v > 1) break; s->top_p = v; s->set.top_p = 1; return 1;
+    case CLI_OPT_MIN_P: if (parse_float(arg, &v) || v < 0 || v > 1) break; s->min_p = v; s->set.min_p = 1; return 1;
+    case CLI_OPT_REPEAT_PENALTY: if (parse_float(arg, &v) || v <= 0) break; s->repetition_penalty = v; s->set.repetition_penalty = 1; return 1;
+    case CLI_OPT_PRESENCE_PENALTY: if (parse_float(arg, &v)) break; s->presence_penalty = v; return 1;
+    case CLI_OPT_FREQUENCY_PENALTY: if (parse_float(arg, &v)) break; s->frequency_penalty = v; return 1;
+    case CLI_OPT_SEED: {
+        char *end;
+        unsigned long long seed = strtoull(arg, &end, 10);
+        if (end == arg || *end) break;
+        s->seed = seed;
+        return 1;
+    }
+    case CLI_OPT_STOP:
+        if (!*arg || s->n_stop == CLI_MAX_STOP) break;
+        s->stop[s->n_stop++] = arg;
+        return 1;
+    case CLI_OPT_LOGIT_BIAS: {
+        char *end;
+        long id = strtol(arg, &end, 10);
+        if (end == arg || *end != '=' || id < 0 || s->n_bias == CLI_MAX_BIAS || parse_float(end + 1, &v)) break;
+        s->bias[s->n_bias].id = (int32_t)id;
+        s->bias[s->n_bias++].bias = v;
+        return 1;
+    }
+    default: return 0;
+    }
+    fprintf(stderr, "ember %s: bad value '%s' for a sampling option\n", cmd, arg ? arg : "");
+    return -1;
+}
+
+ember_status cli_sampling_params(const cli_sampling *s, const char *model_dir,
+                                 et_textgen_params *p)
+{
+    et_sampler_params *sp = &p->sampling;
+    ember_status st = model_dir ? et_model_sampling_defaults(model_dir, sp) : EMBER_OK;
+    if (!model_dir) sp->temperature = 0.0f;
+    if (st) return st;
+    if (s->set.temperature) sp->temperature = s->temperature;
+    if (s->set.top_k) sp->top_k = s->top_k;
+    if (s->set.top_p) sp->top_p = s->top_p;
+    if (s->set.min_p) sp->min_p = s->min_p;
+    if (s->set.repetition_penalty) sp->repetition_penalty = s->repetition_penalty;
+    sp->presence_penalty = s->presence_penalty;
+    sp->frequency_penalty = s->frequency_penalty;
+    sp->seed = s->seed;
+    sp->logit_bias = s->bias;
+    sp->n_logit_bias = s->n_bias;
+    p->stop = s->stop;
+    p->n_stop = s->n_stop;
+    return EMBER_OK;
+}
