@@ -14,6 +14,7 @@
 
 #include "ember.h"
 #include "io/tensor.h"
+#include "kernels/matmul.h"
 #include "llm/spark_config.h"
 
 typedef struct kv_layer {
