@@ -188,12 +188,48 @@ static ember_status parse_components(et_tokenizer *t, const cJSON *root)
     return st;
 }
 
+/* The encoder validates its input once and then lets PCRE2 skip the check
+ * (PCRE2_NO_UTF_CHECK; checking per match would make splitting quadratic).
+ * That holds only if every string the tokenizer.json splices into the text
+ * (Prepend, Replace, added tokens, Metaspace) is UTF-8 too. cJSON takes any
+ * bytes inside strings, so the part it reads is checked here; the vocab and
+ * merges scanner checks its own strings. Hugging Face rejects such files too
+ * (a JSON text is UTF-8). The span bounds sit on ASCII delimiters, so no
+ * character is cut between the checked segments. */
+static ember_status check_utf8_outside(const char *json, size_t len, tok_span_json a, tok_span_json b)
+{
+    if (b.end && (!a.end || b.start < a.start)) {
+        tok_span_json swap = a;
+        a = b;
+        b = swap;
+    }
+    size_t seg_start[3] = {0, 0, 0}, seg_end[3] = {len, 0, 0};
+    if (a.end) {
+        seg_end[0] = a.start;
+        seg_start[1] = a.end;
+        seg_end[1] = len;
+    }
+    if (b.end) {
+        seg_end[1] = b.start;
+        seg_start[2] = b.end;
+        seg_end[2] = len;
+    }
+    for (int k = 0; k < 3; k++) {
+        size_t n = seg_end[k] - seg_start[k];
+        size_t valid = tok_utf8_valid_prefix(json + seg_start[k], n);
+        if (valid != n)
+            return ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: invalid UTF-8 at byte %zu", seg_start[k] + valid);
+    }
+    return EMBER_OK;
+}
+
 static ember_status load(et_tokenizer *t, const char *json, size_t len)
 {
     tok_span_json vspan, mspan;
     ember_status st = tok_json_locate_model(json, len, &vspan, &mspan);
     if (st != EMBER_OK) return st;
     if (!vspan.end) return ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: model.vocab: missing");
+    if ((st = check_utf8_outside(json, len, vspan, mspan)) != EMBER_OK) return st;
 
     /* cJSON gets a copy with the two big values blanked out */
     char *copy = malloc(len + 1);

@@ -309,6 +309,39 @@ static void load_errors(void)
     CHECK(et_tokenizer_load("/nonexistent/dir/tokenizer.json", &t) == EMBER_ERR_IO && !t);
 }
 
+/* The fuzz crash: a Prepend normalizer whose content holds raw bytes that
+ * are not UTF-8 put them into the text, and the Split regex (run with
+ * PCRE2_NO_UTF_CHECK, the text having been checked once) then read past the
+ * subject in PCRE2's JIT code. Such a file must be refused at load, naming
+ * the byte; the same file with UTF-8 content must load and split. */
+#define CRASH_SPLIT                                                                                 \
+    "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":"                                 \
+    "\"\x16\x16\x16\x16[\\r\\n]|\\\\s+(?!\\\\S)|\\\\s+\"},\"behavior\":\"Contiguous\",\"invert\":true},"     \
+    "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\" \":2,\"0\":3},\"merges\":[]}}"
+
+static void invalid_utf8_in_json_strings(void)
+{
+    static const char bad_prepend[] = "{\"normalizer\":{\"type\":\"Prepend\",\"prepend\":\"0\xC8" "0\xF2\xF2\"}," CRASH_SPLIT;
+    CHECK_LOAD_ERROR(bad_prepend, EMBER_ERR_FORMAT, "invalid UTF-8 at byte 44");
+    /* the same in a Replace content, an added token, a decoder string */
+    CHECK_LOAD_ERROR("{\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},\"content\":\"\xF2\"},"
+                     "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
+                     EMBER_ERR_FORMAT, "invalid UTF-8");
+    CHECK_LOAD_ERROR("{\"added_tokens\":[{\"id\":1,\"content\":\"\xA9\"}],\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
+                     EMBER_ERR_FORMAT, "invalid UTF-8");
+    /* after the vocab (the checked segments skip it and merges) */
+    CHECK_LOAD_ERROR("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[],\"x\":\"\xC0\"}}", EMBER_ERR_FORMAT,
+                     "invalid UTF-8");
+
+    et_tokenizer *t = load("{\"normalizer\":{\"type\":\"Prepend\",\"prepend\":\"0\"}," CRASH_SPLIT);
+    REQUIRE(t);
+    /* "0a b": the regex only matches the space; inverted and Contiguous, the
+     * text runs around it stay whole: "0a" is not in the vocab, so by chars. */
+    CHECK_IDS(t, "a b", false, 3, 0, 2, 1);
+    CHECK_IDS(t, "\xC8\x80 ", false, 3, 2); /* U+0200: no vocab entry and no unk, dropped */
+    et_tokenizer_free(t);
+}
+
 static void call_errors(void)
 {
     et_tokenizer *t = load(added_json);
@@ -451,6 +484,7 @@ int main(void)
     RUN(template_post_processor);
     RUN(decoders);
     RUN(load_errors);
+    RUN(invalid_utf8_in_json_strings);
     RUN(call_errors);
     RUN(detok_byte_level_split_emoji);
     RUN(detok_byte_fallback_with_strip);
