@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/pool.h"
+
 
 size_t attn_scratch_floats(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t n)
 {
@@ -93,4 +95,32 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, 
                 for (int32_t i = 0; i < d; i++) dst[i] = acc[th * (size_t)d + i] * inv;
             }
     }
+}
+
+typedef struct attn_task {
+    const kv_layer *L;
+    const attn_shape *shape;
+    int64_t p0;
+    int32_t n;
+    const float *q, *k, *v;
+    float *out, *scratch;
+    size_t scratch_stride;
+} attn_task;
+
+static void run_attention(void *p, int part, int n_parts, int worker)
+{
+    const attn_task *t = p;
+    int64_t g0, g1;
+    pool_split(t->shape->n_kv_heads, 1, part, n_parts, &g0, &g1);
+    if (g0 < g1)
+        attn_chunk(t->L, t->shape, (int32_t)g0, (int32_t)g1, t->p0, t->n, t->q, t->k, t->v, t->out,
+                   t->scratch + (size_t)worker * t->scratch_stride);
+}
+
+void attn_run(ember_pool *pool, const kv_layer *L, const attn_shape *s, int64_t p0, int32_t n,
+              const float *q, const float *k_new, const float *v_new, float *out, float *scratch,
+              size_t scratch_stride)
+{
+    attn_task task = {L, s, p0, n, q, k_new, v_new, out, scratch, scratch_stride};
+    pool_run(pool, run_attention, &task, s->n_kv_heads); /* one part per kv head */
 }

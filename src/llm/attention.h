@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "base/pool.h"
 #include "kernels/matmul.h"
 #include "llm/kv.h"
 
@@ -40,5 +41,13 @@ size_t attn_scratch_floats(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim
 void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, int64_t p0,
                 int32_t n, const float *q, const float *k_new, const float *v_new, float *out,
                 float *scratch);
+
+/* attn_chunk over all kv heads, split over the pool's workers by whole kv
+ * heads (with their query heads), so each cached K/V row is read by one
+ * worker only. Worker w uses scratch + w * scratch_stride (at least
+ * attn_scratch_floats() floats each). */
+void attn_run(ember_pool *pool, const kv_layer *L, const attn_shape *s, int64_t p0, int32_t n,
+              const float *q, const float *k_new, const float *v_new, float *out, float *scratch,
+              size_t scratch_stride);
 
 #endif

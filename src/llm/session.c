@@ -152,28 +152,6 @@ static void apply_gate(const spark_config *c, float *gate, int32_t n)
         gate[i] = c->gate == SPARK_GATE_SILU ? ek_silu(gate[i]) : ek_sigmoid(gate[i]);
 }
 
-typedef struct attn_task {
-    const kv_layer *L;
-    attn_shape shape;
-    int64_t p0;
-    int32_t n;
-    const float *q, *k, *v;
-    float *out, *scores;
-    size_t scores_stride;
-} attn_task;
-
-/* Workers take whole kv heads (with their group of query heads), so each
- * cached K/V row is read by one worker only. */
-static void run_attention(void *p, int part, int n_parts, int worker)
-{
-    const attn_task *t = p;
-    int64_t g0, g1;
-    pool_split(t->shape.n_kv_heads, 1, part, n_parts, &g0, &g1);
-    if (g0 < g1)
-        attn_chunk(t->L, &t->shape, (int32_t)g0, (int32_t)g1, t->p0, t->n, t->q, t->k, t->v,
-                   t->out, t->scores + (size_t)worker * t->scores_stride);
-}
-
 /* Attention block of layer li for n tokens at positions p0..: x += attn(norm(x)). */
 static void attention_block(ember_session *s, int32_t li, int64_t p0, int32_t n)
 {
@@ -205,9 +183,8 @@ static void attention_block(ember_session *s, int32_t li, int64_t p0, int32_t n)
             ek_rope_apply(k + t * qkv_dim + (int64_t)g * d, ct, st, 2 * half);
     }
 
-    attn_task task = {L, {s->exec.kernels, H, KV, d, qkv_dim, qkv_dim, q_dim}, p0, n, q, k, v, s->attn,
-                      s->scores, s->scores_stride};
-    pool_run(s->exec.pool, run_attention, &task, KV); /* one part per kv head */
+    const attn_shape shape = {s->exec.kernels, H, KV, d, qkv_dim, qkv_dim, q_dim};
+    attn_run(s->exec.pool, L, &shape, p0, n, q, k, v, s->attn, s->scores, s->scores_stride);
     kv_store(L, KV, d, p0, n, k, v, qkv_dim);
 
     if (c->gate != SPARK_GATE_NONE)

@@ -9,6 +9,7 @@
 #include "kernels/formats.h"
 #include "llm/spark.h"
 #include "llm/spark_gguf.h"
+#include "llm/weights.h"
 
 /* The sizes a tensor dimension can be bound to. */
 typedef enum dim {
@@ -77,107 +78,6 @@ static int present(const spark_config *c, presence p)
     return 0;
 }
 
-typedef struct loader {
-    ember_model *m;
-    float *next_vector; /* bump pointer into m->vectors */
-    et_dtype convert_to; /* ET_DTYPE_COUNT: keep the file's dtypes */
-    int kept_mapped;     /* a matrix still points into a file mapping */
-} loader;
-
-static void shape_text(char *buf, size_t cap, const int64_t *shape, int n)
-{
-    size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n && used < cap; i++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", i ? ", " : "",
-                                 (long long)shape[i]);
-    if (used < cap) snprintf(buf + used, cap - used, "]");
-}
-
-/* Finds `name`, checks its shape ([rows] or [rows, cols]) and dtype. */
-static ember_status fetch(loader *ld, const char *name, int64_t rows, int64_t cols,
-                          const et_tensor **out)
-{
-    const char *file = NULL;
-    const et_tensor *t = ck_get(ld->m->ck, name, &file);
-    int want_dims = cols ? 2 : 1;
-    int64_t want[2] = {rows, cols};
-    char got_s[96], want_s[96];
-    if (!t)
-        return ember_fail(EMBER_ERR_FORMAT, "%s: missing tensor '%s'", ck_path(ld->m->ck), name);
-    if (t->n_dims != want_dims || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
-        shape_text(got_s, sizeof got_s, t->shape, t->n_dims);
-        shape_text(want_s, sizeof want_s, want, want_dims);
-        return ember_fail(EMBER_ERR_FORMAT, "%s: tensor '%s' has shape %s but config.json implies %s",
-                          file, name, got_s, want_s);
-    }
-    /* The kernels read weights in place with naturally aligned loads. Files
-     * written by safetensors pad the header, so real checkpoints are aligned. */
-    size_t align = et_dtype_is_float(t->dtype) ? et_dtype_size(t->dtype) : 2;
-    if ((uintptr_t)t->data % align)
-        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: tensor '%s' data is not aligned to %zu bytes",
-                          file, name, align);
-    *out = t;
-    return EMBER_OK;
-}
-
-/* Converts a whole matrix to `target` (row by row through fp32). */
-static ember_status convert_matrix(loader *ld, const char *name, ek_matrix *m, et_dtype target)
-{
-    const ek_format *to = ek_format_of(target), *from = ek_format_of(m->dtype);
-    if (m->cols % to->block)
-        return ember_fail(EMBER_ERR_UNSUPPORTED,
-                          "tensor '%s': %lld columns are not a multiple of the %s block (%d)",
-                          name, (long long)m->cols, to->name, to->block);
-    size_t in_row = ek_row_bytes(m->dtype, m->cols), out_row = ek_row_bytes(target, m->cols);
-    char *dst = malloc((size_t)m->rows * out_row);
-    float *row = malloc((size_t)m->cols * sizeof *row);
-    if (!dst || !row) {
-        free(dst);
-        free(row);
-        return ember_fail(EMBER_ERR_NO_MEMORY, "tensor '%s': out of memory converting to %s",
-                          name, to->name);
-    }
-    for (int64_t r = 0; r < m->rows; r++) {
-        from->to_f32((const char *)m->data + (size_t)r * in_row, row, m->cols);
-        to->from_f32(row, dst + (size_t)r * out_row, m->cols);
-    }
-    free(row);
-    ld->m->converted[ld->m->n_converted++] = dst;
-    m->dtype = target;
-    m->data = dst;
-    return EMBER_OK;
-}
-
-static ember_status bind_matrix(loader *ld, const char *name, int64_t rows, int64_t cols,
-                                ek_matrix *out)
-{
-    const et_tensor *t;
-    ember_status st = fetch(ld, name, rows, cols, &t);
-    if (st) return st;
-    out->dtype = t->dtype;
-    out->data = t->data;
-    out->rows = rows;
-    out->cols = cols;
-    if (ld->convert_to != ET_DTYPE_COUNT && ld->convert_to != t->dtype)
-        return convert_matrix(ld, name, out, ld->convert_to);
-    ld->kept_mapped = 1;
-    return EMBER_OK;
-}
-
-/* Norm weights and biases are tiny: convert them once to fp32. */
-static ember_status bind_vector(loader *ld, const char *name, int64_t n, const float **out)
-{
-    const et_tensor *t;
-    ember_status st = fetch(ld, name, n, 0, &t);
-    if (st) return st;
-    float *dst = ld->next_vector;
-    ld->next_vector += n;
-    ek_matrix as_row = {t->dtype, t->data, 1, n};
-    ek_row_to_f32(dst, &as_row, 0);
-    *out = dst;
-    return EMBER_OK;
-}
-
 static size_t vector_floats(const spark_config *c)
 {
     size_t per_layer = 0;
@@ -187,10 +87,10 @@ static size_t vector_floats(const spark_config *c)
     return per_layer * (size_t)c->n_layers + (size_t)c->hidden;
 }
 
-static ember_status bind_layer(loader *ld, int32_t i)
+static ember_status bind_layer(wt_loader *ld, ember_model *m, int32_t i)
 {
-    const spark_config *c = &ld->m->cfg;
-    spark_layer *L = &ld->m->layers[i];
+    const spark_config *c = &m->cfg;
+    spark_layer *L = &m->layers[i];
     char name[160];
     ember_status st;
     for (size_t k = 0; k < N_LAYER_TENSORS; k++) {
@@ -199,10 +99,10 @@ static ember_status bind_layer(loader *ld, int32_t i)
         snprintf(name, sizeof name, "model.layers.%d.%s", i, ts->suffix);
         void *field = (char *)L + ts->field;
         if (ts->cols == DIM_NONE)
-            st = bind_vector(ld, name, dim_size(c, ts->rows), (const float **)field);
+            st = wt_bind_vector(ld, name, dim_size(c, ts->rows), (const float **)field);
         else
-            st = bind_matrix(ld, name, dim_size(c, ts->rows), dim_size(c, ts->cols),
-                             (ek_matrix *)field);
+            st = wt_bind_matrix(ld, name, dim_size(c, ts->rows), dim_size(c, ts->cols),
+                                (ek_matrix *)field);
         if (st) return st;
     }
     /* The fused projection's rows are Q, then K, then V; so is its bias.
@@ -218,19 +118,6 @@ static ember_status bind_layer(loader *ld, int32_t i)
         L->bv = L->bk + kv_rows;
     }
     return EMBER_OK;
-}
-
-static et_dtype weight_dtype(ember_type t)
-{
-    switch (t) {
-    case EMBER_TYPE_F32: return ET_F32;
-    case EMBER_TYPE_F16: return ET_F16;
-    case EMBER_TYPE_BF16: return ET_BF16;
-    case EMBER_TYPE_Q8_0: return ET_Q8_0;
-    case EMBER_TYPE_Q4_0: return ET_Q4_0;
-    case EMBER_TYPE_NONE: break;
-    }
-    return ET_DTYPE_COUNT;
 }
 
 ember_model_params ember_model_default_params(void)
@@ -255,18 +142,21 @@ static ember_status load_into(ember_model *m, const char *dir)
         memset(m->cfg.layer_type, SPARK_FULL, (size_t)m->cfg.n_layers);
     const spark_config *c = &m->cfg;
 
-    m->vectors = malloc(vector_floats(c) * sizeof(float));
+    const size_t n_vector = vector_floats(c);
     /* at most every layer matrix, the embedding and lm_head are converted */
-    m->converted = calloc(N_LAYER_TENSORS * (size_t)c->n_layers + 2, sizeof *m->converted);
+    const size_t max_converted = N_LAYER_TENSORS * (size_t)c->n_layers + 2;
+    m->vectors = malloc(n_vector * sizeof(float));
+    m->converted = calloc(max_converted, sizeof *m->converted);
     if (!m->vectors || !m->converted)
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
-    loader ld = {m, m->vectors, weight_dtype(m->params.weight_type), 0};
+    wt_loader ld = {m->ck, m->vectors, m->vectors + n_vector, m->converted, &m->n_converted,
+                    max_converted, wt_dtype_of_type(m->params.weight_type), 0};
 
-    if ((st = bind_matrix(&ld, "model.embedding.weight", c->vocab, c->hidden, &m->embed)) ||
-        (st = bind_vector(&ld, "model.norm.weight", c->hidden, &m->final_norm)))
+    if ((st = wt_bind_matrix(&ld, "model.embedding.weight", c->vocab, c->hidden, &m->embed)) ||
+        (st = wt_bind_vector(&ld, "model.norm.weight", c->hidden, &m->final_norm)))
         return st;
     for (int32_t i = 0; i < c->n_layers; i++)
-        if ((st = bind_layer(&ld, i))) return st;
+        if ((st = bind_layer(&ld, m, i))) return st;
 
     if (c->tie_embeddings) {
         /* A tied checkpoint normally omits lm_head; if one is stored anyway the
@@ -274,7 +164,7 @@ static ember_status load_into(ember_model *m, const char *dir)
         const et_tensor *ignored = ck_get(m->ck, "lm_head.weight", NULL);
         (void)ignored;
         m->lm_head = m->embed;
-    } else if ((st = bind_matrix(&ld, "lm_head.weight", c->vocab, c->hidden, &m->lm_head))) {
+    } else if ((st = wt_bind_matrix(&ld, "lm_head.weight", c->vocab, c->hidden, &m->lm_head))) {
         return st;
     }
     if ((st = ck_check_all_used(m->ck))) return st;

@@ -1,0 +1,128 @@
+#include "llm/weights.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/status.h"
+#include "kernels/formats.h"
+
+et_dtype wt_dtype_of_type(ember_type t)
+{
+    switch (t) {
+    case EMBER_TYPE_F32: return ET_F32;
+    case EMBER_TYPE_F16: return ET_F16;
+    case EMBER_TYPE_BF16: return ET_BF16;
+    case EMBER_TYPE_Q8_0: return ET_Q8_0;
+    case EMBER_TYPE_Q4_0: return ET_Q4_0;
+    case EMBER_TYPE_NONE: break;
+    }
+    return ET_DTYPE_COUNT;
+}
+
+static void shape_text(char *buf, size_t cap, const int64_t *shape, int n)
+{
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", i ? ", " : "",
+                                 (long long)shape[i]);
+    if (used < cap) snprintf(buf + used, cap - used, "]");
+}
+
+ember_status wt_fetch(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
+                      const et_tensor **out)
+{
+    const char *file = NULL;
+    const et_tensor *t = ck_get(ld->ck, name, &file);
+    int want_dims = cols ? 2 : 1;
+    int64_t want[2] = {rows, cols};
+    char got_s[96], want_s[96];
+    if (!t) return ember_fail(EMBER_ERR_FORMAT, "%s: missing tensor '%s'", ck_path(ld->ck), name);
+    if (t->n_dims != want_dims || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+        shape_text(got_s, sizeof got_s, t->shape, t->n_dims);
+        shape_text(want_s, sizeof want_s, want, want_dims);
+        return ember_fail(EMBER_ERR_FORMAT, "%s: tensor '%s' has shape %s but config.json implies %s",
+                          file, name, got_s, want_s);
+    }
+    /* The kernels read weights in place with naturally aligned loads. Files
+     * written by safetensors pad the header, so real checkpoints are aligned. */
+    size_t align = et_dtype_is_float(t->dtype) ? et_dtype_size(t->dtype) : 2;
+    if ((uintptr_t)t->data % align)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: tensor '%s' data is not aligned to %zu bytes",
+                          file, name, align);
+    *out = t;
+    return EMBER_OK;
+}
+
+ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target)
+{
+    const ek_format *to = ek_format_of(target), *from = ek_format_of(m->dtype);
+    if (m->cols % to->block)
+        return ember_fail(EMBER_ERR_UNSUPPORTED,
+                          "tensor '%s': %lld columns are not a multiple of the %s block (%d)",
+                          name, (long long)m->cols, to->name, to->block);
+    if (*ld->n_converted >= ld->max_converted)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "tensor '%s': too many converted matrices", name);
+    size_t in_row = ek_row_bytes(m->dtype, m->cols), out_row = ek_row_bytes(target, m->cols);
+    char *dst = malloc((size_t)m->rows * out_row);
+    float *row = malloc((size_t)m->cols * sizeof *row);
+    if (!dst || !row) {
+        free(dst);
+        free(row);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "tensor '%s': out of memory converting to %s",
+                          name, to->name);
+    }
+    for (int64_t r = 0; r < m->rows; r++) {
+        from->to_f32((const char *)m->data + (size_t)r * in_row, row, m->cols);
+        to->from_f32(row, dst + (size_t)r * out_row, m->cols);
+    }
+    free(row);
+    ld->converted[(*ld->n_converted)++] = dst;
+    m->dtype = target;
+    m->data = dst;
+    return EMBER_OK;
+}
+
+static ember_status bind_as(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
+                            et_dtype target, ek_matrix *out)
+{
+    const et_tensor *t;
+    ember_status st = wt_fetch(ld, name, rows, cols, &t);
+    if (st) return st;
+    out->dtype = t->dtype;
+    out->data = t->data;
+    out->rows = rows;
+    out->cols = cols;
+    if (target != ET_DTYPE_COUNT && target != t->dtype)
+        return wt_convert_matrix(ld, name, out, target);
+    ld->kept_mapped = 1;
+    return EMBER_OK;
+}
+
+ember_status wt_bind_matrix(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
+                            ek_matrix *out)
+{
+    return bind_as(ld, name, rows, cols, ld->convert_to, out);
+}
+
+ember_status wt_bind_table(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
+                           ek_matrix *out)
+{
+    et_dtype target = ld->convert_to;
+    if (target != ET_DTYPE_COUNT && et_dtype_is_float(target)) target = ET_DTYPE_COUNT;
+    return bind_as(ld, name, rows, cols, target, out);
+}
+
+ember_status wt_bind_vector(wt_loader *ld, const char *name, int64_t n, const float **out)
+{
+    const et_tensor *t;
+    ember_status st = wt_fetch(ld, name, n, 0, &t);
+    if (st) return st;
+    if (ld->vectors_end - ld->next_vector < n)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "tensor '%s': vector block exhausted", name);
+    float *dst = ld->next_vector;
+    ld->next_vector += n;
+    ek_matrix as_row = {t->dtype, t->data, 1, n};
+    ek_row_to_f32(dst, &as_row, 0);
+    *out = dst;
+    return EMBER_OK;
+}
