@@ -17,6 +17,8 @@ int cmd_quantize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_tts_codes(int argc, char **argv);
+int cmd_bench_tts(int argc, char **argv); /* `bench tts-codes`, called by cmd_bench */
 
 /* Options shared by the commands that run a model (cli_common.c). */
 enum {
@@ -82,6 +84,16 @@ int cli_sampling_option(int c, const char *arg, const char *cmd, cli_sampling *s
 /* The textgen params: the model's defaults (model_dir NULL: greedy), then
  * what the command line set. p keeps pointers into s. */
 ember_status cli_sampling_params(const cli_sampling *s, const char *model_dir, et_textgen_params *p);
+
+/* Measuring (cli_measure.c): a monotonic clock in seconds, the median of n
+ * values (sorts v), and the process's resident memory from /proc. */
+double cli_now_s(void);
+double cli_median(double *v, int n);
+typedef struct cli_rss {
+    size_t anon, file;
+} cli_rss;
+cli_rss cli_rss_now(void);
+void cli_rss_peak(cli_rss *peak); /* raises *peak to what is resident now */
 
 /* Parses "1,2,3" into a malloc'd array; returns 0 on success. */
 int cli_parse_ids(const char *text, int32_t **ids, size_t *n);

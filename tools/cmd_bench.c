@@ -17,25 +17,6 @@
 #include "cli.h"
 #include "ember.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* ---- read bandwidth: every thread sums its own part of one buffer ---- */
 
 typedef struct bw_part {
@@ -72,7 +53,7 @@ static double read_bandwidth(size_t bytes, int n_threads)
     bw_part parts[64];
     if (n_threads > 64) n_threads = 64;
     for (int r = 0; r < 7; r++) {
-        double t0 = now_s();
+        double t0 = cli_now_s();
         for (int i = 0; i < n_threads; i++) {
             parts[i].p = buf + words / (size_t)n_threads * (size_t)i;
             parts[i].n = words / (size_t)n_threads;
@@ -81,39 +62,11 @@ static double read_bandwidth(size_t bytes, int n_threads)
         bw_read(&parts[0]);
         for (int i = 1; i < n_threads; i++) pthread_join(th[i], NULL);
         runs[r] = (double)(words / (size_t)n_threads * (size_t)n_threads * sizeof(uint64_t)) /
-                  (now_s() - t0) / 1e9;
+                  (cli_now_s() - t0) / 1e9;
     }
     free(buf);
     for (int r = 0; r < 7; r++) best = runs[r] > best ? runs[r] : best;
     return best;
-}
-
-/* ---- resident memory -------------------------------------------------- */
-
-typedef struct rss {
-    size_t anon, file;
-} rss;
-
-static rss rss_now(void)
-{
-    rss r = {0, 0};
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    if (!f) return r;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long kb;
-        if (sscanf(line, "RssAnon: %lu kB", &kb) == 1) r.anon = (size_t)kb * 1024;
-        if (sscanf(line, "RssFile: %lu kB", &kb) == 1) r.file = (size_t)kb * 1024;
-    }
-    fclose(f);
-    return r;
-}
-
-static void rss_peak(rss *peak)
-{
-    rss r = rss_now();
-    if (r.anon > peak->anon) peak->anon = r.anon;
-    if (r.file > peak->file) peak->file = r.file;
 }
 
 /* ---- the benchmark ------------------------------------------------------ */
@@ -122,7 +75,7 @@ typedef struct result {
     int32_t ctx;
     double prefill_tok_s, decode_tok_s, bytes_per_token, read_bw_gbs, roofline;
     size_t kv_bytes;
-    rss peak;
+    cli_rss peak;
 } result;
 
 static const char *type_name(ember_type t)
@@ -158,26 +111,26 @@ static int run_context(ember_model *model, const ember_session_params *base, int
     size_t kv_read = 0;
     for (int r = 0; r < reps; r++) {
         if (ember_session_bench_fill(s, ctx) != EMBER_OK) goto fail;
-        double t0 = now_s();
+        double t0 = cli_now_s();
         if (n_prompt && ember_session_prefill(s, prompt, (size_t)n_prompt) != EMBER_OK) goto fail;
-        double t1 = now_s();
+        double t1 = cli_now_s();
         /* decode at (about) the requested context: restart from ctx */
         if (ember_session_bench_fill(s, ctx) != EMBER_OK) goto fail;
         int32_t tok = prompt[0];
         if (ember_session_decode(s, tok) != EMBER_OK) goto fail; /* warm-up step */
         kv_read = ember_session_cache_read_bytes(s);
-        double t2 = now_s();
+        double t2 = cli_now_s();
         for (int i = 0; i < n_gen; i++) {
             tok = (tok * 31 + 7) % ember_model_vocab_size(model);
             if (ember_session_decode(s, tok) != EMBER_OK) goto fail;
         }
-        double t3 = now_s();
+        double t3 = cli_now_s();
         pre[r] = n_prompt ? n_prompt / (t1 - t0) : 0.0;
         dec[r] = n_gen / (t3 - t2);
-        rss_peak(&out->peak);
+        cli_rss_peak(&out->peak);
     }
-    out->prefill_tok_s = median(pre, reps);
-    out->decode_tok_s = median(dec, reps);
+    out->prefill_tok_s = cli_median(pre, reps);
+    out->decode_tok_s = cli_median(dec, reps);
     /* a decode step reads every weight matrix once, one embedding row, and
      * the cache it attends over (taken mid-run) */
     out->bytes_per_token = (double)ember_model_weight_bytes(model) + (double)kv_read;
@@ -195,6 +148,7 @@ fail:
 
 int cmd_bench(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "tts-codes")) return cmd_bench_tts(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "llm")) {
         usage(stderr);
         return 2;
@@ -241,13 +195,13 @@ int cmd_bench(int argc, char **argv)
     ember_model *model = NULL;
     int32_t *prompt = calloc((size_t)n_prompt + 1, sizeof *prompt);
     result *res = calloc(n_ctx, sizeof *res);
-    double t0 = now_s();
+    double t0 = cli_now_s();
     if (!prompt || !res) goto done;
     if (ember_model_load(dir, &mp, &model) != EMBER_OK) {
         fprintf(stderr, "ember bench: %s\n", ember_last_error());
         goto done;
     }
-    double load_s = now_s() - t0;
+    double load_s = cli_now_s() - t0;
     for (int i = 0; i <= n_prompt; i++) prompt[i] = (i * 7919 + 13) % ember_model_vocab_size(model);
     /* the thread count the sessions use (0 means one per online CPU) */
     long online = sysconf(_SC_NPROCESSORS_ONLN);

@@ -38,13 +38,6 @@ static void usage(FILE *f)
             cli_sampling_usage, cli_common_usage);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* What one reply collected: its text, reasoning and calls, for the history. */
 typedef struct reply {
     char *content, *reasoning;
@@ -151,10 +144,10 @@ static int respond(chat *c, cJSON *messages, const cJSON *tools, int think, long
     if (et_chat_render(c->tmpl, &in, &prompt) ||
         et_tokenizer_encode(c->tok, prompt, strlen(prompt), false, &ids, &n_ids))
         goto fail;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     long fresh = sync_prompt(c, ids, n_ids);
     if (fresh < 0 || et_textgen_begin(c->gen, ids, n_ids)) goto fail;
-    double t1 = now_s();
+    double t1 = cli_now_s();
     et_finish finish = ET_FINISH_NONE;
     for (long i = 0; i < max_tokens; i++) {
         int32_t next;
@@ -164,7 +157,7 @@ static int respond(chat *c, cJSON *messages, const cJSON *tools, int think, long
         if (ember_session_decode(c->s, next) != EMBER_OK || hold(c, &next, 1)) goto fail;
     }
     if (et_textgen_end(c->gen, &finish) || c->r.failed) goto fail;
-    double t2 = now_s();
+    double t2 = cli_now_s();
     int32_t n_out = et_textgen_count(c->gen);
     fprintf(stderr, "\n[%ld of %zu prompt tokens run, %.1f tok/s; %d tokens, %.1f tok/s; %s]\n",
             fresh, n_ids, fresh / (t1 - t0 + 1e-9), n_out, n_out / (t2 - t1 + 1e-9),

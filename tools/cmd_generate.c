@@ -30,13 +30,6 @@ static void usage(FILE *f)
             cli_sampling_usage, cli_common_usage);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int print_content(void *user, const et_toolcall_event *e)
 {
     (void)user;
@@ -152,7 +145,7 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "ember generate: --ids must be a comma-separated list of token ids\n");
         return 2;
     }
-    double t0 = now_s();
+    double t0 = cli_now_s();
     if (text_mode) {
         if (prompt_file && !(prompt = prompt_buf = read_prompt_file(prompt_file))) goto done;
         if (et_tokenizer_load(tok_path, &tok) ||
@@ -183,9 +176,9 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "ember generate: out of memory\n");
         goto done;
     }
-    double t1 = now_s();
+    double t1 = cli_now_s();
     if (ember_session_prefill(s, ids, n_ids) != EMBER_OK) goto fail_logits;
-    double t2 = now_s();
+    double t2 = cli_now_s();
     et_finish finish = ET_FINISH_NONE;
     for (long i = 0; i < n_gen; i++) {
         int32_t next;
@@ -197,7 +190,7 @@ int cmd_generate(int argc, char **argv)
     }
     if (et_textgen_end(gen, &finish)) goto fail_logits;
     if (print_ids || text_mode) printf("\n");
-    double t3 = now_s();
+    double t3 = cli_now_s();
     int32_t n_out = et_textgen_count(gen);
     fprintf(stderr,
             "load %.3f s; prompt %zu tokens, %.1f tok/s; generated %d tokens, %.1f tok/s; "

@@ -22,13 +22,6 @@ static void usage(FILE *f)
                "          biases stay f32. OUT is written whole or not at all.\n");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef struct bar {
     int tty;
     int last; /* last permille drawn */
@@ -80,7 +73,7 @@ int cmd_quantize(int argc, char **argv)
     }
     const char *in = argv[optind], *out = argv[optind + 1];
 
-    double t0 = now_s();
+    double t0 = cli_now_s();
     ember_model_params mp = ember_model_default_params(); /* keep the file's types */
     ember_model *model = NULL;
     if (ember_model_load(in, &mp, &model) != EMBER_OK) {
@@ -99,6 +92,6 @@ int cmd_quantize(int argc, char **argv)
     struct stat sb;
     long long bytes = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
     fprintf(stderr, "ember quantize: wrote %s: %zu tensors, %lld bytes (%s), %.2f s\n", out,
-            n_tensors, bytes, fmt->name, now_s() - t0);
+            n_tensors, bytes, fmt->name, cli_now_s() - t0);
     return 0;
 }

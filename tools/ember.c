@@ -22,6 +22,8 @@ static void usage(FILE *f)
             "  detokenize -m DIR [--skip-special]                   token ids on stdin -> text\n"
             "  template  -m DIR --messages FILE.json [--tools FILE.json] [--add-generation-prompt]\n"
             "            [--enable-thinking 0|1] [--cases FILE.json]   render the chat template\n"
+            "  tts-codes -m DIR --text T --speaker ryan --language english [--max-frames N]\n"
+            "            [--greedy] [--json]   Qwen3-TTS codec frames (16 codes each)\n"
             "run 'ember <command> --help' for the options of one command\n");
 }
 
@@ -80,6 +82,7 @@ static const struct {
     {"template", cmd_template},
     {"tokenize", cmd_tokenize},
     {"detokenize", cmd_detokenize},
+    {"tts-codes", cmd_tts_codes},
 };
 
 int main(int argc, char **argv)

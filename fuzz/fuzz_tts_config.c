@@ -1,0 +1,32 @@
+/* libFuzzer target: Qwen3-TTS config.json and generation_config.json parsing.
+ * Any input gives a config or an error, never a crash, leak or undefined
+ * behaviour; the prompt builder runs on what parses. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tts/qwen3_tts_config.h"
+#include "tts/tts_prompt.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tts_config c;
+    tts_gen_config g;
+    tts_gen_config_default(&g);
+    (void)tts_gen_config_parse((const char *)data, size, "fuzz/generation_config.json", &g);
+    if (tts_config_parse((const char *)data, size, "fuzz/config.json", &c) != EMBER_OK) return 0;
+    /* A config that parses must be one the model can be built from. */
+    if (c.talker.n_heads % c.talker.n_kv_heads || c.predictor.n_heads % c.predictor.n_kv_heads ||
+        c.n_groups < 2 || c.n_groups > TTS_MAX_GROUPS || c.predictor.vocab > c.talker.vocab ||
+        c.n_languages > TTS_MAX_NAMED || c.n_speakers > TTS_MAX_NAMED)
+        __builtin_trap();
+    for (int32_t i = 0; i < c.n_speakers; i++)
+        if (c.speakers[i].dialect >= c.n_languages) __builtin_trap();
+    const int32_t ids[] = {c.im_start, c.assistant, 0, 0, c.im_end, 0, c.im_start, c.assistant, 0};
+    tts_prompt p;
+    for (int32_t spk = -1; spk < c.n_speakers && spk < 3; spk++)
+        if (tts_prompt_build(&c, ids, 9, spk, c.n_languages ? 0 : -1, spk & 1, &p) == EMBER_OK)
+            tts_prompt_free(&p);
+    return 0;
+}

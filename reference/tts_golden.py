@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""Golden codec frames and logits of the Qwen3-TTS talker + code predictor.
+
+  /usr/bin/python3 reference/tts_golden.py --model DIR --text "..." \
+      [--speaker ryan] [--language english] [--frames 50] [--streaming] [--threads 1] --out F.json
+
+Runs reference/qwen3_tts_ref.py three times on the checkpoint's weights:
+float64 greedy (the golden), float32 greedy (free-running, to report frame
+agreement), and float32 forced along the float64 frames (same inputs, to
+measure the float32 numeric floor of each recorded logit vector).
+
+Output JSON (floats have 7 significant digits):
+  format                 "ember-tts-golden-1"
+  model                  the --model path as given
+  settings               text, speaker, language, non_streaming, frames (asked),
+                         greedy true, repetition_penalty, min_new_tokens 2,
+                         suppress [2048, 3072) except eos, eos, reference_dtype
+                         "float64", weights_dtype (of model.safetensors)
+  text_ids               ids of "<|im_start|>assistant\\n{text}<|im_end|>\\n<|im_start|>assistant\\n"
+  prompt.rows            the prefill, one {"text": id|null, "codec": id|null}
+                         per position; input = P(text) + E(codec)
+  prompt.n_rows          len(rows) (N + 11 for a language, non-streaming)
+  prompt.trailing_text   text ids added one per decode step (empty in
+                         non-streaming mode: every step adds P(tts_pad))
+  frames                 greedy frames, 16 ids each (c0, then predictor c1..c15)
+  n_frames, stopped_at_eos
+  talker_logits          [frame][3072] raw codec_head outputs for the first 4
+                         frames (before penalty / suppression / EOS ban)
+  predictor_logits       [frame][sub-step 0..14][2048] raw lm_head[j] outputs
+                         for the first 2 frames
+  c0_top2_margins        per frame, gap between the two best c0 logits after
+                         penalty/suppression (small gaps are fragile)
+  predictor_top2_margin_min
+                         per frame, the smallest best-minus-second gap over
+                         its 15 predictor sub-steps
+  snr_db                 float32 vs float64 on the same inputs:
+                         talker (per recorded frame), predictor (per frame and
+                         sub-step), talker_min, predictor_min
+  fp32_free_run          {"frames_equal": k, "first_mismatch": frame|null}
+The wall time of each run is printed with a summary, not stored.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qwen3_tts_ref as ref  # noqa: E402
+
+
+def sig7(v):
+    return [float(f"{x:.7g}") for x in np.asarray(v, dtype=np.float64).ravel()]
+
+
+def weights_dtype(model_dir):
+    import struct
+    with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        h = json.loads(f.read(n))
+    return sorted({v["dtype"] for k, v in h.items() if k != "__metadata__"})
+
+
+def run(model_dir, text, speaker, language, frames, non_streaming=True):
+    cfg, gen, weights = ref.load_model_dir(model_dir)
+    tok = ref.Qwen2BPE(model_dir)
+    text_ids = tok.encode(ref.tts_text(text))
+    prompt = ref.build_prompt(cfg, text_ids, speaker, language, non_streaming=non_streaming)
+    times = {}
+
+    t0 = time.time()
+    m64 = ref.TTSModel(cfg, weights, torch.float64)
+    g64 = m64.generate(prompt, frames, gen, greedy=True)
+    del m64
+    times["float64_greedy"] = round(time.time() - t0, 2)
+
+    t0 = time.time()
+    m32 = ref.TTSModel(cfg, weights, torch.float32)
+    g32 = m32.generate(prompt, frames, gen, greedy=True, record_talker=0, record_predictor=0)
+    times["float32_greedy"] = round(time.time() - t0, 2)
+    t0 = time.time()
+    n_rec = max(len(g64["talker_logits"]), len(g64["predictor_logits"]))
+    forced = m32.generate(prompt, n_rec, gen, greedy=True, force_frames=g64["frames"][:n_rec])
+    del m32
+    times["float32_forced"] = round(time.time() - t0, 2)
+
+    snr_t = [ref.snr_db(a.numpy(), b.numpy()) for a, b in zip(g64["talker_logits"], forced["talker_logits"])]
+    snr_p = [[ref.snr_db(a.numpy(), b.numpy()) for a, b in zip(fa, fb)]
+             for fa, fb in zip(g64["predictor_logits"], forced["predictor_logits"])]
+    equal = 0
+    for a, b in zip(g64["frames"], g32["frames"]):
+        if a != b:
+            break
+        equal += 1
+    mismatch = None if equal == len(g64["frames"]) == len(g32["frames"]) else equal
+
+    return {
+        "format": "ember-tts-golden-1",
+        "model": model_dir,
+        "settings": {"text": text, "speaker": speaker, "language": language, "non_streaming": non_streaming,
+                     "frames": frames, "greedy": True,
+                     "repetition_penalty": gen.get("repetition_penalty", 1.0), "min_new_tokens": 2,
+                     "suppress": [cfg["talker_config"]["vocab_size"] - 1024, cfg["talker_config"]["vocab_size"]],
+                     "eos": cfg["talker_config"]["codec_eos_token_id"], "reference_dtype": "float64",
+                     "weights_dtype": weights_dtype(model_dir)},
+        "text_ids": text_ids,
+        "prompt": {"rows": prompt["rows"], "n_rows": len(prompt["rows"]),
+                   "trailing_text": prompt["trailing_text"]},
+        "frames": g64["frames"],
+        "n_frames": len(g64["frames"]),
+        "stopped_at_eos": g64["stopped_at_eos"],
+        "talker_logits": [sig7(x.numpy()) for x in g64["talker_logits"]],
+        "predictor_logits": [[sig7(x.numpy()) for x in fr] for fr in g64["predictor_logits"]],
+        "c0_top2_margins": [float(f"{x:.4g}") for x in g64["c0_top2_margins"]],
+        "predictor_top2_margin_min": [float(f"{x:.4g}") for x in g64["predictor_top2_margin_min"]],
+        "snr_db": {"talker": [round(x, 2) for x in snr_t],
+                   "predictor": [[round(x, 2) for x in fr] for fr in snr_p],
+                   "talker_min": round(min(snr_t), 2) if snr_t else None,
+                   "predictor_min": round(min(min(fr) for fr in snr_p), 2) if snr_p else None},
+        "fp32_free_run": {"frames_equal": equal, "first_mismatch": mismatch},
+        "seconds": times,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--text", required=True)
+    ap.add_argument("--speaker", default="ryan")
+    ap.add_argument("--language", default="english")
+    ap.add_argument("--frames", type=int, default=50)
+    ap.add_argument("--streaming", action="store_true", help="streaming-text mode (default: non-streaming)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads; >1 only pays off for the 0.6b shapes on an idle machine")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    g = run(a.model, a.text, a.speaker, a.language, a.frames, non_streaming=not a.streaming)
+    seconds = g.pop("seconds")  # printed, not stored: the golden stays byte-stable
+    with open(a.out, "w", encoding="utf-8") as f:
+        json.dump(g, f, separators=(",", ":"))
+        f.write("\n")
+    summary = {k: g[k] for k in ("n_frames", "stopped_at_eos", "snr_db", "fp32_free_run")}
+    summary["seconds"] = seconds
+    summary["snr_db"] = {k: g["snr_db"][k] for k in ("talker_min", "predictor_min")}
+    summary["bytes"] = os.path.getsize(a.out)
+    summary["distinct_frames"] = len({tuple(f) for f in g["frames"]})
+    summary["distinct_c0"] = len({f[0] for f in g["frames"]})
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+/* A TTS session: one request's talker and code-predictor state (KV caches,
+ * scratch, samplers, position) over a shared, immutable tts_model. Several
+ * sessions can run on one model at once, each on its own thread pool.
+ *
+ *   tts_session_create(model, &params, &s);
+ *   tts_session_start(s, &request);           // builds and prefills the prompt
+ *   while (tts_session_step(s, NULL, codes, &done) == EMBER_OK && !done)
+ *       emit(codes);                           // n_groups (16) codes per frame
+ *   tts_session_free(s);
+ */
+#ifndef EMBER_TTS_TTS_SESSION_H
+#define EMBER_TTS_TTS_SESSION_H
+
+#include <stdint.h>
+
+#include "tts/qwen3_tts_load.h"
+
+typedef struct tts_session_params {
+    int32_t max_context;   /* talker positions (prompt + frames); default 4096 */
+    int32_t prefill_chunk; /* default 64 */
+    int32_t n_threads;     /* incl. the caller; 0 = one per online CPU */
+} tts_session_params;
+
+tts_session_params tts_session_default_params(void);
+
+typedef struct tts_request {
+    const int32_t *text_ids; /* "<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n" */
+    size_t n_text_ids;
+    const char *speaker;     /* a key of spk_id, or NULL for none */
+    const char *language;    /* a key of codec_language_id, or NULL / "auto" */
+    int streaming;           /* text fed one id per frame (default: all in the prompt) */
+    int greedy;              /* argmax for talker and predictor (penalty still applies) */
+    uint64_t seed;
+    int32_t max_frames;      /* 0: generation_config's max_new_tokens */
+} tts_request;
+
+typedef struct tts_session tts_session;
+
+ember_status tts_session_create(const tts_model *m, const tts_session_params *p, tts_session **out);
+void tts_session_free(tts_session *s);
+
+/* Starts a request: resets the caches and samplers, builds the prompt and
+ * prefills it. Afterwards tts_session_talker_logits() predicts frame 0. */
+ember_status tts_session_start(tts_session *s, const tts_request *r);
+
+/* Produces the next frame into codes[0..n_groups-1]. *done is set (and
+ * nothing written) when codebook 0 is EOS or max_frames were produced.
+ * force (NULL normally) teacher-forces the frame's codes instead of
+ * sampling them, so logits can be compared against a reference. */
+ember_status tts_session_step(tts_session *s, const int32_t *force, int32_t *codes, int *done);
+
+/* Raw logits (before suppression and penalties) of the talker for the next
+ * frame (talker vocab floats), and of predictor group g (0 = codebook 1)
+ * in the last frame (predictor vocab floats). */
+const float *tts_session_talker_logits(const tts_session *s);
+const float *tts_session_predictor_logits(const tts_session *s, int32_t g);
+int32_t tts_session_frames(const tts_session *s);
+int32_t tts_session_prompt_length(const tts_session *s);
+
+/* Milliseconds spent so far in the talker (prefill excluded) and the predictor. */
+double tts_session_talker_ms(const tts_session *s);
+double tts_session_predictor_ms(const tts_session *s);
+
+#endif
