@@ -21,6 +21,11 @@ ember_status et_tokenizer_load(const char *path, et_tokenizer **out);
 /* json need not be NUL-terminated. */
 ember_status et_tokenizer_load_json(const char *json, size_t len, et_tokenizer **out);
 void et_tokenizer_free(et_tokenizer *tok);
+/* A checkpoint without tokenizer.json: vocab.json + merges.txt +
+ * tokenizer_config.json (GPT2Tokenizer or Qwen2Tokenizer), converted to the
+ * equivalent tokenizer.json (tok_vocab_merges.c). et_tokenizer_load falls
+ * back to it for a directory without tokenizer.json. */
+ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out);
 
 /* ids: malloc'd, caller frees (NULL when n_ids is 0 is allowed to be either).
  * add_special: what Hugging Face calls add_special_tokens (the post-processor). */
