@@ -8,12 +8,19 @@
 
 #include "text/tok_internal.h"
 
+/* The list of children being searched is named by its parent's index (-1:
+ * the root for s[0]), never by a pointer: growing the node array moves it. */
+static int32_t *children(tok_trie *t, int32_t parent, uint8_t first_byte)
+{
+    return parent < 0 ? &t->root[first_byte] : &t->nodes[parent].first_child;
+}
+
 ember_status tok_trie_insert(tok_trie *t, const char *s, size_t n, int32_t added_index)
 {
-    int32_t *link = &t->root[(uint8_t)s[0]];
+    int32_t parent = -1;
     for (size_t i = 0;; i++) {
-        /* find the child for s[i] among the siblings starting at *link */
-        int32_t node = *link;
+        /* find the child for s[i] among the siblings */
+        int32_t node = *children(t, parent, (uint8_t)s[0]);
         while (node >= 0 && t->nodes[node].byte != (uint8_t)s[i]) node = t->nodes[node].next_sibling;
         if (node < 0) {
             if (t->n == t->cap) {
@@ -23,6 +30,7 @@ ember_status tok_trie_insert(tok_trie *t, const char *s, size_t n, int32_t added
                 t->nodes = v;
                 t->cap = cap;
             }
+            int32_t *link = children(t, parent, (uint8_t)s[0]);
             node = (int32_t)t->n++;
             t->nodes[node] = (tok_trie_node){-1, *link, -1, (uint8_t)s[i]};
             *link = node;
@@ -31,7 +39,7 @@ ember_status tok_trie_insert(tok_trie *t, const char *s, size_t n, int32_t added
             t->nodes[node].added = added_index;
             return EMBER_OK;
         }
-        link = &t->nodes[node].first_child;
+        parent = node;
     }
 }
 

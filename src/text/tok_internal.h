@@ -204,6 +204,12 @@ typedef struct tok_decoder {
     size_t n_items;
 } tok_decoder;
 
+/* One slot of the string -> id table (tok_maps.c); id1 == 0: empty. */
+typedef struct {
+    uint32_t tag, id1; /* high half of the hash; id + 1 */
+    uint32_t off, len; /* the string in the pool */
+} tok_map_slot;
+
 /* ---- the tokenizer ---- */
 struct et_tokenizer {
     char *pool;          /* every token string, NUL-terminated */
@@ -213,7 +219,7 @@ struct et_tokenizer {
     uint8_t *special;    /* per id: 1 for special added tokens */
     size_t n_ids;
 
-    uint64_t *map;       /* open addressing: token string -> id; slot = hash tag << 32 | (id + 1), 0 empty */
+    tok_map_slot *map;   /* open addressing: token string -> id */
     size_t map_mask;
     tok_merge *merges;   /* open addressing on (left, right) */
     size_t merge_mask;
@@ -234,11 +240,17 @@ struct et_tokenizer {
 };
 
 /* Maps (tok_maps.c) */
+uint64_t tok_hash_bytes(const char *s, size_t n);
 int32_t tok_map_find(const et_tokenizer *t, const char *s, size_t n);
+/* Split in two so that a batch of lookups can overlap its cache misses:
+ * prefetch every slot first, then find (h = tok_hash_bytes(s, n)). */
+void tok_map_prefetch(const et_tokenizer *t, uint64_t h);
+int32_t tok_map_find_hashed(const et_tokenizer *t, const char *s, size_t n, uint64_t h);
 ember_status tok_map_build(et_tokenizer *t);
 void tok_map_set(et_tokenizer *t, int32_t id); /* (re)maps id's string to id */
 const tok_merge *tok_merge_find(const et_tokenizer *t, int32_t left, int32_t right);
 ember_status tok_merges_alloc(et_tokenizer *t, size_t n_merges);
+void tok_merge_prefetch(const et_tokenizer *t, int32_t left, int32_t right);
 void tok_merge_put(et_tokenizer *t, int32_t left, int32_t right, uint32_t rank, int32_t merged);
 
 /* Loading (tok_json.c scans vocab/merges fast; tok_load.c the rest) */

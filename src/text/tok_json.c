@@ -257,31 +257,87 @@ ember_status tok_json_parse_vocab(const char *json, tok_span_json span, tok_buf 
     return EMBER_OK;
 }
 
-/* Resolves one merge (its two parts sit in buf) and stores it with its rank. */
-static ember_status add_merge(et_tokenizer *t, const tok_buf *buf, size_t split, size_t rank)
+/* Merges are resolved in batches: for each one three strings (left, right,
+ * and their join) must be found in the 151k-entry string table, and each
+ * lookup is a cache miss or two. Hashing and prefetching the whole batch
+ * before looking anything up lets those misses overlap. */
+#define MERGE_BATCH 32
+
+typedef struct {
+    uint32_t off, split, len; /* in the batch buffer: left = [off, off+split), right = the rest */
+    uint32_t joined_off, joined_len;
+    uint64_t h_left, h_right, h_joined;
+} pending_merge;
+
+typedef struct {
+    tok_buf text; /* the strings of the batch */
+    pending_merge m[MERGE_BATCH];
+    int32_t left[MERGE_BATCH], right[MERGE_BATCH], merged[MERGE_BATCH]; /* resolved ids */
+    size_t n, first_rank;
+} merge_batch;
+
+/* Appends the join of the pending merge's two parts: the right part drops
+ * its continuing-subword prefix. Without one, the join is the pair itself. */
+static ember_status add_joined(const et_tokenizer *t, merge_batch *b, pending_merge *m)
 {
-    const char *a = buf->p, *b = buf->p + split;
-    size_t alen = split, blen = buf->len - split;
-    int32_t left = tok_map_find(t, a, alen), right = tok_map_find(t, b, blen);
-    if (left < 0 || right < 0)
-        return ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: '%.*s' is not in the vocabulary",
-                          rank, (int)(left < 0 ? alen : blen), left < 0 ? a : b);
-    /* The merged token drops the right part's continuing-subword prefix. */
-    size_t skip = 0;
-    if (t->bpe.cont_prefix_len && blen >= t->bpe.cont_prefix_len &&
-        !memcmp(b, t->bpe.cont_prefix, t->bpe.cont_prefix_len))
+    const char *right = b->text.p + m->off + m->split;
+    size_t right_len = m->len - m->split, skip = 0;
+    if (t->bpe.cont_prefix_len && right_len >= t->bpe.cont_prefix_len &&
+        !memcmp(right, t->bpe.cont_prefix, t->bpe.cont_prefix_len))
         skip = t->bpe.cont_prefix_len;
-    char small[256];
-    char *joined = alen + blen - skip <= sizeof small ? small : malloc(alen + blen - skip);
-    if (!joined) return ember_fail(EMBER_ERR_NO_MEMORY, "tokenizer: out of memory");
-    memcpy(joined, a, alen);
-    memcpy(joined + alen, b + skip, blen - skip);
-    int32_t merged = tok_map_find(t, joined, alen + blen - skip);
-    if (joined != small) free(joined);
-    if (merged < 0)
-        return ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: the merge of '%.*s' and '%.*s' is not in the vocabulary",
-                          rank, (int)alen, a, (int)blen, b);
-    tok_merge_put(t, left, right, (uint32_t)rank, merged);
+    m->joined_off = m->off;
+    m->joined_len = m->len;
+    if (!skip) return EMBER_OK;
+    size_t at = b->text.len;
+    ember_status st = tok_buf_reserve(&b->text, m->len + 1);
+    if (st != EMBER_OK) return st;
+    const char *left = b->text.p + m->off; /* the reserve may have moved it */
+    memcpy(b->text.p + at, left, m->split);
+    memcpy(b->text.p + at + m->split, left + m->split + skip, right_len - skip);
+    b->text.len = at + m->len - skip;
+    m->joined_off = (uint32_t)at;
+    m->joined_len = (uint32_t)(m->len - skip);
+    return EMBER_OK;
+}
+
+/* Looks up every merge of the batch, then stores them in rank order (a
+ * later duplicate pair overwrites an earlier one, as Hugging Face does). */
+static ember_status flush_merges(et_tokenizer *t, merge_batch *b)
+{
+    const char *p = b->text.p;
+    for (size_t k = 0; k < b->n; k++) {
+        pending_merge *m = &b->m[k];
+        m->h_left = tok_hash_bytes(p + m->off, m->split);
+        m->h_right = tok_hash_bytes(p + m->off + m->split, m->len - m->split);
+        m->h_joined = tok_hash_bytes(p + m->joined_off, m->joined_len);
+        tok_map_prefetch(t, m->h_left);
+        tok_map_prefetch(t, m->h_right);
+        tok_map_prefetch(t, m->h_joined);
+    }
+    for (size_t k = 0; k < b->n; k++) {
+        const pending_merge *m = &b->m[k];
+        size_t rank = b->first_rank + k;
+        const char *a = p + m->off, *r = a + m->split;
+        size_t alen = m->split, rlen = m->len - m->split;
+        int32_t left = tok_map_find_hashed(t, a, alen, m->h_left);
+        int32_t right = tok_map_find_hashed(t, r, rlen, m->h_right);
+        if (left < 0 || right < 0)
+            return ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: '%.*s' is not in the vocabulary",
+                              rank, (int)(left < 0 ? alen : rlen), left < 0 ? a : r);
+        int32_t merged = tok_map_find_hashed(t, p + m->joined_off, m->joined_len, m->h_joined);
+        if (merged < 0)
+            return ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: the merge of '%.*s' and '%.*s' is not in the vocabulary",
+                              rank, (int)alen, a, (int)rlen, r);
+        b->left[k] = left;
+        b->right[k] = right;
+        b->merged[k] = merged;
+        tok_merge_prefetch(t, left, right);
+    }
+    for (size_t k = 0; k < b->n; k++)
+        tok_merge_put(t, b->left[k], b->right[k], (uint32_t)(b->first_rank + k), b->merged[k]);
+    b->first_rank += b->n;
+    b->n = 0;
+    b->text.len = 0;
     return EMBER_OK;
 }
 
@@ -307,43 +363,50 @@ static size_t count_merges(const char *json, tok_span_json span)
 ember_status tok_json_parse_merges(et_tokenizer *t, const char *json, tok_span_json span)
 {
     scan c = {json, span.start, span.end};
-    tok_buf buf = {0};
+    merge_batch batch = {0};
     ember_status st = EMBER_OK;
     if (!eat(&c, '[')) return bad(&c, "model.merges: expected an array");
     if ((st = tok_merges_alloc(t, count_merges(json, span))) != EMBER_OK) return st;
     if (eat(&c, ']')) return EMBER_OK;
     for (size_t rank = 0;; rank++) {
-        buf.len = 0;
-        size_t split;
+        tok_buf *buf = &batch.text;
+        size_t off = buf->len, split;
         skip_ws(&c);
         if (c.i < c.n && c.s[c.i] == '[') { /* ["a", "b"] */
             c.i++;
-            if ((st = read_string(&c, &buf)) != EMBER_OK) break;
-            split = buf.len;
+            if ((st = read_string(&c, buf)) != EMBER_OK) break;
+            split = buf->len - off;
             if (!eat(&c, ',')) { st = bad(&c, "model.merges: expected a pair of strings"); break; }
-            if ((st = read_string(&c, &buf)) != EMBER_OK) break;
+            if ((st = read_string(&c, buf)) != EMBER_OK) break;
             if (!eat(&c, ']')) { st = bad(&c, "model.merges: expected a pair of strings"); break; }
         } else { /* "a b" */
-            if ((st = read_string(&c, &buf)) != EMBER_OK) break;
-            char *sp = buf.len ? memchr(buf.p, ' ', buf.len) : NULL;
-            if (!sp || memchr(sp + 1, ' ', buf.len - (size_t)(sp + 1 - buf.p))) {
+            if ((st = read_string(&c, buf)) != EMBER_OK) break;
+            size_t n = buf->len - off;
+            char *str = n ? buf->p + off : NULL; /* "" leaves the buffer unallocated */
+            char *sp = n ? memchr(str, ' ', n) : NULL;
+            if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - str))) {
                 st = ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: expected \"left right\" with one space", rank);
                 break;
             }
-            split = (size_t)(sp - buf.p);
-            memmove(sp, sp + 1, buf.len - split - 1);
-            buf.len--;
+            split = (size_t)(sp - str);
+            memmove(sp, sp + 1, n - split - 1);
+            buf->len--;
         }
-        if (split == 0 || split == buf.len) {
+        size_t len = buf->len - off;
+        if (split == 0 || split == len) {
             st = ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: empty part", rank);
             break;
         }
-        if (rank >= UINT32_MAX - 1 || rank > t->merge_mask / 2) { st = bad(&c, "model.merges: too many"); break; }
-        if ((st = add_merge(t, &buf, split, rank)) != EMBER_OK) break;
+        if (rank >= UINT32_MAX - 1 || rank > t->merge_mask / 3 * 2) { st = bad(&c, "model.merges: too many"); break; }
+        pending_merge *m = &batch.m[batch.n++];
+        *m = (pending_merge){.off = (uint32_t)off, .split = (uint32_t)split, .len = (uint32_t)len};
+        if ((st = add_joined(t, &batch, m)) != EMBER_OK) break;
+        if (batch.n == MERGE_BATCH && (st = flush_merges(t, &batch)) != EMBER_OK) break;
         if (eat(&c, ',')) continue;
         if (!eat(&c, ']')) st = bad(&c, "model.merges: expected ',' or ']'");
         break;
     }
-    tok_buf_free(&buf);
+    if (st == EMBER_OK) st = flush_merges(t, &batch);
+    tok_buf_free(&batch.text);
     return st;
 }

@@ -5,9 +5,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "text/tok_internal.h"
+
+#ifdef MAP_POPULATE
+#define TOK_MAP_FLAGS MAP_POPULATE
+#else
+#define TOK_MAP_FLAGS 0
+#endif
 
 /* ---- JSON helpers for the component parsers ---- */
 
@@ -223,6 +232,36 @@ static ember_status check_utf8_outside(const char *json, size_t len, tok_span_js
     return EMBER_OK;
 }
 
+/* cJSON parses the document with the two big values cut out (they become
+ * {} and []): a few kilobytes instead of a copy of the whole file. */
+static ember_status parse_rest(const char *json, size_t len, tok_span_json vspan, tok_span_json mspan,
+                               cJSON **root)
+{
+    tok_span_json first = vspan, second = mspan;
+    const char *first_stub = "{}", *second_stub = "[]";
+    if (mspan.end && mspan.start < vspan.start) {
+        first = mspan;
+        second = vspan;
+        first_stub = "[]";
+        second_stub = "{}";
+    }
+    tok_buf rest = {0};
+    ember_status st = tok_buf_append(&rest, json, first.start);
+    if (st == EMBER_OK) st = tok_buf_append(&rest, first_stub, 2);
+    if (st == EMBER_OK && second.end) {
+        st = tok_buf_append(&rest, json + first.end, second.start - first.end);
+        if (st == EMBER_OK) st = tok_buf_append(&rest, second_stub, 2);
+        if (st == EMBER_OK) st = tok_buf_append(&rest, json + second.end, len - second.end);
+    } else if (st == EMBER_OK)
+        st = tok_buf_append(&rest, json + first.end, len - first.end);
+    if (st == EMBER_OK) {
+        *root = cJSON_ParseWithLength(rest.p, rest.len);
+        if (!*root) st = ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: invalid JSON");
+    }
+    tok_buf_free(&rest);
+    return st;
+}
+
 static ember_status load(et_tokenizer *t, const char *json, size_t len)
 {
     tok_span_json vspan, mspan;
@@ -231,20 +270,8 @@ static ember_status load(et_tokenizer *t, const char *json, size_t len)
     if (!vspan.end) return ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: model.vocab: missing");
     if ((st = check_utf8_outside(json, len, vspan, mspan)) != EMBER_OK) return st;
 
-    /* cJSON gets a copy with the two big values blanked out */
-    char *copy = malloc(len + 1);
-    if (!copy) return ember_fail(EMBER_ERR_NO_MEMORY, "tokenizer: out of memory");
-    memcpy(copy, json, len);
-    copy[len] = 0;
-    memset(copy + vspan.start, ' ', vspan.end - vspan.start);
-    memcpy(copy + vspan.start, "{}", 2);
-    if (mspan.end) {
-        memset(copy + mspan.start, ' ', mspan.end - mspan.start);
-        memcpy(copy + mspan.start, "[]", 2);
-    }
-    cJSON *root = cJSON_ParseWithLength(copy, len);
-    free(copy);
-    if (!root) return ember_fail(EMBER_ERR_FORMAT, "tokenizer.json: invalid JSON");
+    cJSON *root = NULL;
+    if ((st = parse_rest(json, len, vspan, mspan, &root)) != EMBER_OK) return st;
 
     tok_buf pool = {0};
     tok_vocab_entry *entries = NULL;
@@ -300,24 +327,29 @@ ember_status et_tokenizer_load(const char *path, et_tokenizer **out)
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         if ((size_t)snprintf(file, sizeof file, "%s/tokenizer.json", path) >= sizeof file)
             return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", path);
+        /* no tokenizer.json, but the slow tokenizer's files (Qwen3-TTS) */
+        char vocab[4096];
+        snprintf(vocab, sizeof vocab, "%s/vocab.json", path);
+        if (stat(file, &sb) != 0 && stat(vocab, &sb) == 0) return et_tokenizer_load_vocab_merges(path, out);
     } else if ((size_t)snprintf(file, sizeof file, "%s", path) >= sizeof file)
         return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", path);
-    FILE *f = fopen(file, "rb");
-    if (!f) return ember_fail(EMBER_ERR_IO, "%s: cannot open: %s", file, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0;
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ember_fail(EMBER_ERR_IO, "%s: cannot open: %s", file, strerror(errno));
     ember_status st = EMBER_OK;
-    if (fstat(fileno(f), &sb) != 0 || sb.st_size < 0 || (uint64_t)sb.st_size > ((uint64_t)1 << 31)) {
-        st = ember_fail(EMBER_ERR_IO, "%s: cannot size the file (or over 2 GiB)", file);
-    } else {
-        len = (size_t)sb.st_size;
-        buf = malloc(len ? len : 1);
-        if (!buf) st = ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", file);
-        else if (fread(buf, 1, len, f) != len) st = ember_fail(EMBER_ERR_IO, "%s: read failed", file);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0 || (uint64_t)sb.st_size > ((uint64_t)1 << 31))
+        st = ember_fail(EMBER_ERR_IO, "%s: not a regular file, or over 2 GiB", file);
+    size_t len = st == EMBER_OK ? (size_t)sb.st_size : 0;
+    /* Mapped, not read: the scanners go through the file once, so copying
+     * it into fresh (zero-filled, page-faulted) heap memory would only add
+     * to the load time. MAP_POPULATE maps the cached pages in one go. */
+    void *map = MAP_FAILED;
+    if (st == EMBER_OK && len) {
+        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | TOK_MAP_FLAGS, fd, 0);
+        if (map == MAP_FAILED) st = ember_fail(EMBER_ERR_IO, "%s: cannot map: %s", file, strerror(errno));
     }
-    fclose(f);
-    if (st == EMBER_OK) st = et_tokenizer_load_json(buf, len, out);
-    free(buf);
+    close(fd);
+    if (st == EMBER_OK) st = et_tokenizer_load_json(map == MAP_FAILED ? "" : map, len, out);
+    if (map != MAP_FAILED) munmap(map, len);
     if (st != EMBER_OK) return ember_fail_prefix(st, "%s", file);
     return EMBER_OK;
 }

