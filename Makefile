@@ -57,14 +57,23 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libember.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # libFuzzer targets: one binary per fuzz/fuzz_*.c, linked with the library
-# sources built with clang's fuzzer instrumentation.
+# built once with clang's fuzzer instrumentation (-fsanitize=fuzzer-no-link
+# on the library objects, the fuzzer's main only in each target).
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fno-sanitize-recover=all
+FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP
+FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/%.o)
 fuzz: $(FUZZ_BIN)
-build-fuzz/%: fuzz/%.c $(LIB_SRC)
+build-fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_LIB_CFLAGS) -c $< -o $@
+build-fuzz/libember.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+build-fuzz/%: fuzz/%.c build-fuzz/libember.a
 	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(LDLIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libember.a $(LDLIBS)
 
 # ARM NEON kernels: the kernel unit test cross-built with Debian's aarch64
 # compiler and run under qemu-user, once on qemu's default CPU (with dotprod)
@@ -89,4 +98,4 @@ test:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TESTU_OBJ:.o=.d) $(BENCH_BIN:%=%.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/tests/unit/%.d)
+-include $(FUZZ_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TESTU_OBJ:.o=.d) $(BENCH_BIN:%=%.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/tests/unit/%.d)
