@@ -1,5 +1,7 @@
 #include "llm/kv.h"
 
+#include "base/large_alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +37,7 @@ ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_cont
         total += 2 * per_slot * (size_t)L->capacity;
     }
     kv->bytes = total;
-    kv->block = malloc(kv->bytes ? kv->bytes : 1);
+    kv->block = ember_large_alloc(kv->bytes);
     if (!kv->block)
         return ember_fail(EMBER_ERR_NO_MEMORY, "KV cache: cannot allocate %zu bytes", kv->bytes);
     char *p = kv->block;
