@@ -16,11 +16,15 @@ typedef struct wt_loader {
     ck_dir *ck;
     float *next_vector;   /* bump pointer into the model's fp32 vector block */
     float *vectors_end;   /* one past that block: a bind beyond it is a bug, refused */
-    void **converted;     /* the model's list of converted copies (it frees them) */
+    void **converted;     /* the model's list of blocks holding converted copies (it frees them) */
     size_t *n_converted;
     size_t max_converted;
     et_dtype convert_to;  /* ET_DTYPE_COUNT: keep the file's formats */
     int kept_mapped;      /* set when a matrix still points into a file mapping */
+    /* Converted matrices are packed into large huge-page blocks (see
+     * wt_convert_matrix); zero-initialize. */
+    char *block;
+    size_t block_used, block_size;
 } wt_loader;
 
 /* The storage format an ember_type asks for; ET_DTYPE_COUNT for NONE. */
@@ -31,8 +35,8 @@ et_dtype wt_dtype_of_type(ember_type t);
 ember_status wt_fetch(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
                       const et_tensor **out);
 
-/* Replaces m's data by a copy in `target` (row by row through fp32), owned by
- * the loader's converted list. */
+/* Replaces m's data by a copy in `target` (row by row through fp32), placed
+ * in one of the loader's converted blocks. */
 ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target);
 
 /* Binds a [rows, cols] matrix, converted to ld->convert_to when one is set. */
