@@ -36,7 +36,12 @@ float ek_exp_sum_scalar(float *x, int64_t n, float shift)
     return sum;
 }
 
-void ek_geglu_scalar(float *g, const float *u, int64_t n, int tanh_form)
+void ek_glu_scalar(float *g, const float *u, int64_t n, ek_glu_act act)
 {
-    for (int64_t i = 0; i < n; i++) g[i] = (tanh_form ? ek_gelu_tanh(g[i]) : ek_gelu_erf(g[i])) * u[i];
+    for (int64_t i = 0; i < n; i++) {
+        float a = act == EK_GLU_SILU       ? ek_silu(g[i])
+                  : act == EK_GLU_GELU_TANH ? ek_gelu_tanh(g[i])
+                                            : ek_gelu_erf(g[i]);
+        g[i] = a * u[i];
+    }
 }

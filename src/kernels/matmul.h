@@ -50,8 +50,10 @@ typedef void (*ek_attn_accum_fn)(float *o, const float *p, int64_t p_stride, int
                                  const float *const *v, int nk, int d);
 /* x[i] = exp(x[i] - shift) for i < n; returns the sum of the new x. */
 typedef float (*ek_exp_sum_fn)(float *x, int64_t n, float shift);
-/* GeGLU: g[i] = gelu(g[i]) * u[i], the exact erf form or the tanh one. */
-typedef void (*ek_geglu_fn)(float *g, const float *u, int64_t n, int tanh_form);
+/* Gated linear units: g[i] = act(g[i]) * u[i] (GeGLU with the exact erf
+ * GELU or its tanh form, SwiGLU with SiLU). */
+typedef enum ek_glu_act { EK_GLU_GELU_ERF, EK_GLU_GELU_TANH, EK_GLU_SILU } ek_glu_act;
+typedef void (*ek_glu_fn)(float *g, const float *u, int64_t n, ek_glu_act act);
 /* n elements of a row in some format to fp32 (exact, as formats.h's to_f32). */
 typedef void (*ek_to_f32_fn)(const void *src, float *dst, int64_t n);
 
@@ -64,7 +66,7 @@ typedef struct ek_kernel_set {
     ek_attn_scores_fn attn_scores;
     ek_attn_accum_fn attn_accum;
     ek_exp_sum_fn exp_sum;
-    ek_geglu_fn geglu;
+    ek_glu_fn glu;
     /* row conversions (KV cache rows); NULL: the format table's scalar one */
     ek_to_f32_fn to_f32[ET_DTYPE_COUNT];
 } ek_kernel_set;
@@ -80,7 +82,7 @@ void ek_attn_scores_scalar(float *s, int64_t s_stride, const float *q, int nh,
 void ek_attn_accum_scalar(float *o, const float *p, int64_t p_stride, int nh,
                           const float *const *v, int nk, int d);
 float ek_exp_sum_scalar(float *x, int64_t n, float shift);
-void ek_geglu_scalar(float *g, const float *u, int64_t n, int tanh_form);
+void ek_glu_scalar(float *g, const float *u, int64_t n, ek_glu_act act);
 
 const ek_kernel_set *ek_kernels_scalar(void);
 /* The fastest set this CPU runs (from cpuid), never NULL. */

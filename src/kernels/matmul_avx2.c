@@ -279,7 +279,7 @@ static const ek_kernel_set avx2_set = {
     attn_scores_avx2,
     attn_accum_avx2,
     ek_exp_sum_scalar,
-    ek_geglu_scalar,
+    ek_glu_scalar,
     {0}, /* row conversions: the format table's */
 };
 

@@ -506,7 +506,7 @@ static const ek_kernel_set avx512_set = {
     ek_attn_scores_avx512,
     ek_attn_accum_avx512,
     ek_exp_sum_avx512,
-    ek_geglu_avx512,
+    ek_glu_avx512,
     {[ET_F16] = ek_f16_to_f32_avx512, [ET_BF16] = ek_bf16_to_f32_avx512,
      [ET_Q8_0] = ek_q8_0_to_f32_avx512},
 };

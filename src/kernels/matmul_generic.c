@@ -123,7 +123,7 @@ static const ek_kernel_set scalar_set = {
     ek_attn_scores_scalar,
     ek_attn_accum_scalar,
     ek_exp_sum_scalar,
-    ek_geglu_scalar,
+    ek_glu_scalar,
     {0}, /* row conversions: the format table's */
 };
 

@@ -237,7 +237,7 @@ static const ek_kernel_set neon_dot_set = {
     attn_scores_neon,
     attn_accum_neon,
     ek_exp_sum_scalar,
-    ek_geglu_scalar,
+    ek_glu_scalar,
     {0}, /* row conversions: the format table's */
 };
 
@@ -251,7 +251,7 @@ static const ek_kernel_set neon_set = {
     attn_scores_neon,
     attn_accum_neon,
     ek_exp_sum_scalar,
-    ek_geglu_scalar,
+    ek_glu_scalar,
     {0}, /* row conversions: the format table's */
 };
 

@@ -74,12 +74,21 @@ INLINE __m512 gelu_tanh_ps(__m512 x)
     return _mm512_mul_ps(x, _mm512_sub_ps(_mm512_set1_ps(1.0f), s));
 }
 
-TARGET void ek_geglu_avx512(float *g, const float *u, int64_t n, int tanh_form)
+/* x sigmoid(x) = x / (1 + exp(-x)) */
+INLINE __m512 silu_ps(__m512 x)
+{
+    __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+TARGET void ek_glu_avx512(float *g, const float *u, int64_t n, ek_glu_act act)
 {
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512 x = _mm512_maskz_loadu_ps(m, g + i);
-        __m512 y = tanh_form ? gelu_tanh_ps(x) : gelu_erf_ps(x);
+        __m512 y = act == EK_GLU_SILU       ? silu_ps(x)
+                   : act == EK_GLU_GELU_TANH ? gelu_tanh_ps(x)
+                                             : gelu_erf_ps(x);
         _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
     }
 }

@@ -11,7 +11,7 @@ void ek_attn_scores_avx512(float *s, int64_t s_stride, const float *q, int nh,
 void ek_attn_accum_avx512(float *o, const float *p, int64_t p_stride, int nh,
                           const float *const *v, int nk, int d);
 float ek_exp_sum_avx512(float *x, int64_t n, float shift);
-void ek_geglu_avx512(float *g, const float *u, int64_t n, int tanh_form);
+void ek_glu_avx512(float *g, const float *u, int64_t n, ek_glu_act act);
 void ek_f16_to_f32_avx512(const void *src, float *dst, int64_t n);
 void ek_bf16_to_f32_avx512(const void *src, float *dst, int64_t n);
 void ek_q8_0_to_f32_avx512(const void *src, float *dst, int64_t n);

@@ -201,8 +201,8 @@ typedef struct geglu_task {
     float *g;
     const float *u;
     int64_t n;
-    ek_geglu_fn geglu;
-    int tanh_form;
+    ek_glu_fn glu;
+    ek_glu_act act;
 } geglu_task;
 
 /* g = gelu(g) * u, split over the workers: even vectorized, the exact erf
@@ -213,7 +213,7 @@ static void run_geglu(void *p, int part, int n_parts, int worker)
     int64_t a, b;
     (void)worker;
     pool_split(t->n, 64, part, n_parts, &a, &b);
-    if (b > a) t->geglu(t->g + a, t->u + a, b - a, t->tanh_form);
+    if (b > a) t->glu(t->g + a, t->u + a, b - a, t->act);
 }
 
 /* GeGLU MLP of layer li: x += down(gelu(gate(norm(x))) * up(norm(x))). */
@@ -228,8 +228,8 @@ static void mlp_block(ember_session *s, int32_t li, int32_t n)
                    c->hidden, c->rms_eps);
     ek_matmul(&s->exec, s->ffn_g, inter, s->h, n, &W->w_gate, W->b_gate, s->qbuf);
     ek_matmul(&s->exec, s->ffn_u, inter, s->h, n, &W->w_up, W->b_up, s->qbuf);
-    geglu_task task = {s->ffn_g, s->ffn_u, (int64_t)n * inter, s->exec.kernels->geglu,
-                       s->m->params.gelu == EMBER_GELU_TANH};
+    geglu_task task = {s->ffn_g, s->ffn_u, (int64_t)n * inter, s->exec.kernels->glu,
+                       s->m->params.gelu == EMBER_GELU_TANH ? EK_GLU_GELU_TANH : EK_GLU_GELU_ERF};
     pool_run(s->exec.pool, run_geglu, &task, 4 * pool_size(s->exec.pool));
     ek_matmul(&s->exec, s->h, c->hidden, s->ffn_g, n, &W->w_down, W->b_down, s->qbuf);
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) s->x[i] += s->h[i];

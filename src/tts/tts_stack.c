@@ -114,7 +114,7 @@ static void mlp_block(tts_stack_state *s, const tts_layer *W, float *x, int32_t 
         ek_rmsnorm(s->h + t * hid, x + t * hid, W->mlp_norm, hid, c->rms_eps);
     ek_matmul(s->exec, s->ffn_g, inter, s->h, n, &W->w_gate, NULL, s->qbuf);
     ek_matmul(s->exec, s->ffn_u, inter, s->h, n, &W->w_up, NULL, s->qbuf);
-    for (int64_t i = 0; i < (int64_t)n * inter; i++) s->ffn_g[i] = ek_silu(s->ffn_g[i]) * s->ffn_u[i];
+    s->exec->kernels->glu(s->ffn_g, s->ffn_u, (int64_t)n * inter, EK_GLU_SILU); /* SwiGLU */
     ek_matmul(s->exec, s->h, hid, s->ffn_g, n, &W->w_down, NULL, s->qbuf);
     for (int64_t i = 0; i < (int64_t)n * hid; i++) x[i] += s->h[i];
 }
