@@ -150,7 +150,7 @@ static ember_status load_into(ember_model *m, const char *dir)
     if (!m->vectors || !m->converted)
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
     wt_loader ld = {m->ck, m->vectors, m->vectors + n_vector, m->converted, &m->n_converted,
-                    max_converted, wt_dtype_of_type(m->params.weight_type), 0, NULL, 0, 0};
+                    max_converted, wt_dtype_of_type(m->params.weight_type), 0, NULL, 0, 0, m->kernels};
 
     if ((st = wt_bind_matrix(&ld, "model.embedding.weight", c->vocab, c->hidden, &m->embed)) ||
         (st = wt_bind_vector(&ld, "model.norm.weight", c->hidden, &m->final_norm)))

@@ -96,9 +96,12 @@ ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et
         return ember_fail(EMBER_ERR_NO_MEMORY, "tensor '%s': out of memory converting to %s",
                           name, to->name);
     }
+    ek_to_f32_fn widen = ld->kernels ? ek_kernels_to_f32(ld->kernels, m->dtype) : from->to_f32;
+    ek_quantize_fn narrow = ld->kernels && target == ET_Q8_0 ? ld->kernels->quantize_q8_0 : NULL;
     for (int64_t r = 0; r < m->rows; r++) {
-        from->to_f32((const char *)m->data + (size_t)r * in_row, row, m->cols);
-        to->from_f32(row, dst + (size_t)r * out_row, m->cols);
+        widen((const char *)m->data + (size_t)r * in_row, row, m->cols);
+        if (narrow) narrow(row, dst + (size_t)r * out_row, m->cols);
+        else to->from_f32(row, dst + (size_t)r * out_row, m->cols);
     }
     free(row);
     m->dtype = target;

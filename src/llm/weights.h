@@ -25,6 +25,9 @@ typedef struct wt_loader {
      * wt_convert_matrix); zero-initialize. */
     char *block;
     size_t block_used, block_size;
+    /* the model's kernel set: its row conversions and Q8_0 quantizer (bit-
+     * identical to the format table's) make converting at load fast */
+    const ek_kernel_set *kernels;
 } wt_loader;
 
 /* The storage format an ember_type asks for; ET_DTYPE_COUNT for NONE. */
