@@ -227,33 +227,24 @@ static void axpy_f32_neon(float *y, float a, const float *x, int64_t n)
 
 EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_neon, )
 
-static const ek_kernel_set neon_dot_set = {
-    "neon",
-    {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0_sdot,
-     [ET_Q4_0] = gemm_q4_0_sdot},
-    quantize_q8_0,
-    dot_f32_neon,
-    axpy_f32_neon,
-    attn_scores_neon,
-    attn_accum_neon,
-    ek_exp_sum_scalar,
-    ek_glu_scalar,
-    {0}, /* row conversions: the format table's */
-};
-
-static const ek_kernel_set neon_set = {
-    "neon",
-    {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0_mull,
-     [ET_Q4_0] = gemm_q4_0_mull},
-    quantize_q8_0,
-    dot_f32_neon,
-    axpy_f32_neon,
-    attn_scores_neon,
-    attn_accum_neon,
-    ek_exp_sum_scalar,
-    ek_glu_scalar,
-    {0}, /* row conversions: the format table's */
-};
+/* The two neon sets differ only in their integer dot products: sdot where
+ * the CPU has the dotprod extension, widening multiplies elsewhere. */
+#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0)                                                   \
+    static const ek_kernel_set NAME = {                                                        \
+        "neon",                                                                                \
+        {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                       \
+         [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0},                                          \
+        quantize_q8_0,                                                                         \
+        dot_f32_neon,                                                                          \
+        axpy_f32_neon,                                                                         \
+        attn_scores_neon,                                                                      \
+        attn_accum_neon,                                                                       \
+        ek_exp_sum_scalar,                                                                     \
+        ek_glu_scalar,                                                                         \
+        {0}, /* row conversions: the format table's */                                         \
+    };
+NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot)
+NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull)
 
 const ek_kernel_set *ek_kernels_neon(void)
 {
