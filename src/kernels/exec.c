@@ -52,3 +52,53 @@ void ek_matmul(const ek_exec *ex, float *y, int64_t y_stride, const float *x, in
         for (int i = 0; i < n_tokens; i++)
             for (int64_t r = 0; r < w->rows; r++) y[i * y_stride + r] += bias[r];
 }
+
+typedef struct conv_task {
+    ek_conv_fn fn;
+    float *y;
+    int64_t ys;
+    const ek_conv_weights *w;
+    const float *bias;
+    const char *x;
+    int64_t xs;
+    size_t x_elem;
+    int32_t nt, dilation;
+    int by_tokens;
+} conv_task;
+
+static void run_conv(void *p, int part, int n_parts, int worker)
+{
+    const conv_task *t = p;
+    int64_t a, b, p0 = 0, p1 = t->w->n_panels, t0 = 0, t1 = t->nt;
+    (void)worker;
+    if (t->by_tokens) {
+        pool_split(t->nt, 12, part, n_parts, &a, &b);
+        t0 = a, t1 = b;
+    } else {
+        pool_split(t->w->n_panels, 2, part, n_parts, &a, &b);
+        p0 = a, p1 = b;
+    }
+    if (p0 >= p1 || t0 >= t1) return;
+    t->fn(t->y + t0 * t->ys, t->ys, t->w, (int32_t)p0, (int32_t)p1,
+          t->x + (size_t)(t0 * t->xs) * t->x_elem, t->xs, (int32_t)(t1 - t0), t->dilation);
+    if (!t->bias) return;
+    const int64_t c0 = p0 * EK_CONV_PANEL;
+    const int64_t c1 = p1 * EK_CONV_PANEL < t->w->cout ? p1 * EK_CONV_PANEL : t->w->cout;
+    for (int64_t r = t0; r < t1; r++)
+        for (int64_t c = c0; c < c1; c++) t->y[r * t->ys + c] += t->bias[c];
+}
+
+void ek_conv_run(const ek_exec *ex, float *y, int64_t ys, const ek_conv_weights *w,
+                 const float *bias, const void *x, int64_t xs, int32_t nt, int32_t dilation)
+{
+    const int workers = pool_size(ex->pool);
+    conv_task t = {ek_kernels_conv(ex->kernels, w->format), y, ys, w, bias, x, xs,
+                   w->format == EK_CONV_BF16 ? 2 : 4, nt, dilation, 0};
+    /* Split the output channels while there are enough panel pairs, so each
+     * weight is read by one worker; else (the last, narrow convs) the time
+     * steps. */
+    t.by_tokens = w->n_panels < 4 * workers && nt >= 24 * workers;
+    int parts = t.by_tokens ? (nt + 11) / 12 : (w->n_panels + 1) / 2;
+    if (parts > 4 * workers) parts = 4 * workers;
+    pool_run(ex->pool, run_conv, &t, parts);
+}

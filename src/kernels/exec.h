@@ -19,4 +19,10 @@ size_t ek_exec_qbuf_bytes(int max_tokens, int64_t max_cols);
 void ek_matmul(const ek_exec *ex, float *y, int64_t y_stride, const float *x, int n_tokens,
                const ek_matrix *w, const float *bias, void *qbuf);
 
+/* A causal conv (conv.h) on the pool: y[t][co] = conv(x)[t][co] + bias[co]
+ * for t < nt; x is row 0 of the input (history rows before it), in the
+ * activation format of w (fp32, or bf16 for EK_CONV_BF16). */
+void ek_conv_run(const ek_exec *ex, float *y, int64_t ys, const ek_conv_weights *w,
+                 const float *bias, const void *x, int64_t xs, int32_t nt, int32_t dilation);
+
 #endif

@@ -42,6 +42,6 @@ void ek_glu_scalar(float *g, const float *u, int64_t n, ek_glu_act act)
         float a = act == EK_GLU_SILU       ? ek_silu(g[i])
                   : act == EK_GLU_GELU_TANH ? ek_gelu_tanh(g[i])
                                             : ek_gelu_erf(g[i]);
-        g[i] = a * u[i];
+        g[i] = u ? a * u[i] : a;
     }
 }

@@ -25,6 +25,20 @@ ek_to_f32_fn ek_kernels_to_f32(const ek_kernel_set *k, et_dtype dtype)
     return k->to_f32[dtype] ? k->to_f32[dtype] : ek_format_of(dtype)->to_f32;
 }
 
+ek_conv_fn ek_kernels_conv(const ek_kernel_set *k, ek_conv_format format)
+{
+    /* the sets are static per instruction set; VDPBF16PS is an extension
+     * of AVX-512 that not every AVX-512 CPU has */
+    if (format == EK_CONV_BF16 && !ek_cpu_detect().avx512bf16 && !strcmp(k->name, "avx512"))
+        return ek_conv_scalar;
+    return k->conv[format] ? k->conv[format] : ek_conv_scalar;
+}
+
+ek_snake_fn ek_kernels_snake(const ek_kernel_set *k)
+{
+    return k->snake ? k->snake : ek_snake_scalar;
+}
+
 /* The SIMD sets live in their own files, compiled for their instruction set;
  * each returns NULL when the build has no such set (e.g. on ARM). */
 const ek_kernel_set *ek_kernels_avx2(void);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "io/tensor.h"
+#include "kernels/conv.h"
 
 typedef struct ek_matrix {
     et_dtype dtype;
@@ -51,7 +52,7 @@ typedef void (*ek_attn_accum_fn)(float *o, const float *p, int64_t p_stride, int
 /* x[i] = exp(x[i] - shift) for i < n; returns the sum of the new x. */
 typedef float (*ek_exp_sum_fn)(float *x, int64_t n, float shift);
 /* Gated linear units: g[i] = act(g[i]) * u[i] (GeGLU with the exact erf
- * GELU or its tanh form, SwiGLU with SiLU). */
+ * GELU or its tanh form, SwiGLU with SiLU); u NULL: the activation alone. */
 typedef enum ek_glu_act { EK_GLU_GELU_ERF, EK_GLU_GELU_TANH, EK_GLU_SILU } ek_glu_act;
 typedef void (*ek_glu_fn)(float *g, const float *u, int64_t n, ek_glu_act act);
 /* n elements of a row in some format to fp32 (exact, as formats.h's to_f32). */
@@ -69,10 +70,18 @@ typedef struct ek_kernel_set {
     ek_glu_fn glu;
     /* row conversions (KV cache rows); NULL: the format table's scalar one */
     ek_to_f32_fn to_f32[ET_DTYPE_COUNT];
+    /* audio decoder kernels (conv.h); NULL: the scalar twin */
+    ek_conv_fn conv[EK_CONV_FORMAT_COUNT];
+    ek_snake_fn snake;
 } ek_kernel_set;
 
 /* The set's conversion of `dtype` rows to fp32, never NULL. */
 ek_to_f32_fn ek_kernels_to_f32(const ek_kernel_set *k, et_dtype dtype);
+/* The set's conv kernel for a weight format and its Snake, never NULL (the
+ * scalar twin where the set or this CPU has none: bf16 products need
+ * AVX512_BF16). */
+ek_conv_fn ek_kernels_conv(const ek_kernel_set *k, ek_conv_format format);
+ek_snake_fn ek_kernels_snake(const ek_kernel_set *k);
 
 /* The scalar twins (kernels_scalar.c), for sets that have no faster version. */
 float ek_dot_f32_scalar(const float *a, const float *b, int64_t n);

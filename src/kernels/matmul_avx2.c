@@ -281,6 +281,8 @@ static const ek_kernel_set avx2_set = {
     ek_exp_sum_scalar,
     ek_glu_scalar,
     {0}, /* row conversions: the format table's */
+    {0}, /* convs: the scalar twins */
+    NULL,
 };
 
 const ek_kernel_set *ek_kernels_avx2(void) { return &avx2_set; }

@@ -509,6 +509,8 @@ static const ek_kernel_set avx512_set = {
     ek_glu_avx512,
     {[ET_F16] = ek_f16_to_f32_avx512, [ET_BF16] = ek_bf16_to_f32_avx512,
      [ET_Q8_0] = ek_q8_0_to_f32_avx512},
+    {[EK_CONV_F32] = ek_conv_f32_avx512, [EK_CONV_BF16] = ek_conv_bf16_avx512},
+    ek_snake_avx512,
 };
 
 const ek_kernel_set *ek_kernels_avx512(void) { return &avx512_set; }

@@ -125,6 +125,8 @@ static const ek_kernel_set scalar_set = {
     ek_exp_sum_scalar,
     ek_glu_scalar,
     {0}, /* row conversions: the format table's */
+    {0}, /* convs: the scalar twins */
+    NULL,
 };
 
 const ek_kernel_set *ek_kernels_scalar(void) { return &scalar_set; }

@@ -89,7 +89,8 @@ TARGET void ek_glu_avx512(float *g, const float *u, int64_t n, ek_glu_act act)
         __m512 y = act == EK_GLU_SILU       ? silu_ps(x)
                    : act == EK_GLU_GELU_TANH ? gelu_tanh_ps(x)
                                              : gelu_erf_ps(x);
-        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
+        if (u) y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i));
+        _mm512_mask_storeu_ps(g + i, m, y);
     }
 }
 
