@@ -16,12 +16,16 @@
 #define TTS_NAME_MAX 48   /* bytes of a language or speaker name, NUL included */
 #define TTS_MAX_GROUPS 32 /* num_code_groups */
 
-/* One Qwen3-style decoder stack (talker or code predictor). */
+/* One Qwen3-style decoder stack (talker, code predictor, or the speech
+ * decoder's transformer). */
 typedef struct tts_stack_config {
     int32_t n_layers, hidden, intermediate;
     int32_t n_heads, n_kv_heads, head_dim;
     int32_t vocab, max_positions;
     float rms_eps, rope_theta;
+    int32_t sliding_window; /* 0: causal over everything; else a query sees window-1 keys back */
+    bool qk_norm;           /* per-head RMSNorm of q and k (talker, predictor) */
+    bool layer_scale;       /* LayerScale on both residual branches (speech decoder) */
 } tts_stack_config;
 
 typedef struct tts_named_id {
