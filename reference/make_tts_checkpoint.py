@@ -2,7 +2,10 @@
 """Random-weight Qwen3-TTS (CustomVoice) checkpoint in the real on-disk layout.
 
   /usr/bin/python3 reference/make_tts_checkpoint.py --preset tiny|0.6b --out DIR
-      [--dtype bf16|f32] [--seed S]
+      [--dtype bf16|f32] [--seed S] [--speech-only]
+
+--speech-only writes just DIR/speech_tokenizer/ (a full-size one takes ~3 s:
+682 MB of F32), e.g. for a test of the Code2Wav decoder in a temporary directory.
 
 The committed models/tts-tiny is `--preset tiny --out models/tts-tiny --seed 6`
 (TINY_SEED): among seeds 0..8 it gives the widest best-minus-second logit gaps
@@ -20,11 +23,24 @@ What lands in DIR
                             (3072 / 2048 / 151936), num_code_groups 16 and every
                             special id are the real ones.
   generation_config.json, tokenizer_config.json, vocab.json, merges.txt,
-  preprocessor_config.json, speech_tokenizer/config.json
-                            byte copies of the real files (both presets).  The
-                            speech tokenizer weights are not generated here.
+  preprocessor_config.json, speech_tokenizer/{configuration,preprocessor_config}.json
+                            byte copies of the real files (both presets).
   model.safetensors         one file, real tensor names and (scaled) shapes,
                             every tensor BF16 (or F32 with --dtype f32).
+  speech_tokenizer/config.json
+                            0.6b: byte copy.  tiny: decoder_config and
+                            encoder_config dimensions patched (TINY_DECODER,
+                            TINY_ENCODER; json, indent 2, key order kept).
+  speech_tokenizer/model.safetensors
+                            all F32 (as shipped): the decoder.* tensors of
+                            Qwen3TTSTokenizerV2Decoder (271 at full size) and the
+                            encoder.* tensors of the Mimi encoder (225), real
+                            names; full size is 170 557 441 parameters, as the
+                            real file.  Init: see "Init gains" below; the
+                            waveform of uniform random codes has an RMS of ~0.2
+                            (tiny ~0.20, full ~0.16-0.17), peak < 1, under 0.01%
+                            clipped, and float32 is ~100 dB above the float64
+                            decode (reference/code2wav_ref.py).
 
 safetensors layout written here (the format, not the library):
   u64 little-endian N, then N bytes of JSON (compact, space-padded so the data
@@ -73,7 +89,8 @@ import torch
 
 REAL_DIR = "/work/shared/qwen3-tts-0.6b-customvoice"
 COPIED_FILES = ["generation_config.json", "tokenizer_config.json", "vocab.json", "merges.txt",
-                "preprocessor_config.json", "speech_tokenizer/config.json"]
+                "preprocessor_config.json"]
+SPEECH_COPIED_FILES = ["speech_tokenizer/configuration.json", "speech_tokenizer/preprocessor_config.json"]
 
 # Dimension overrides of the tiny preset; everything else is the real config.
 TINY_TALKER = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
@@ -163,10 +180,13 @@ def tensor_specs(cfg):
     return sorted(s, key=lambda t: t[0].encode())
 
 
+def generator_for(name, seed):
+    return torch.Generator().manual_seed((seed * 2654435761 + zlib.crc32(name.encode())) % (1 << 62))
+
+
 def draw(name, shape, kind, fan_in, n_layers, seed):
     """float32 tensor for one name; same (seed, name) -> same values."""
-    g = torch.Generator().manual_seed((seed * 2654435761 + zlib.crc32(name.encode())) % (1 << 62))
-    x = torch.randn(shape, generator=g, dtype=torch.float32)
+    x = torch.randn(shape, generator=generator_for(name, seed), dtype=torch.float32)
     if kind == "norm":
         return x.mul_(0.1).add_(1.0)
     if kind == "bias":
@@ -188,7 +208,8 @@ def to_bytes(x, dtype):
     return x.to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes()
 
 
-def write_model(path, specs, dtype, seed):
+def write_model(path, specs, dtype, seed, draw_fn=draw):
+    """specs: (name, shape, kind, fan_in, extra); draw_fn(name, shape, kind, fan_in, extra, seed)."""
     header = {"__metadata__": {"format": "pt"}}
     off = 0
     for name, shape, *_ in specs:
@@ -200,24 +221,258 @@ def write_model(path, specs, dtype, seed):
     with open(path + ".part", "wb") as f:
         f.write(struct.pack("<Q", len(blob)))
         f.write(blob)
-        for name, shape, kind, fan_in, n_layers in specs:
-            f.write(to_bytes(draw(name, shape, kind, fan_in, n_layers, seed), dtype))
+        for name, shape, kind, fan_in, extra in specs:
+            f.write(to_bytes(draw_fn(name, shape, kind, fan_in, extra, seed), dtype))
     os.replace(path + ".part", path)
     return 8 + len(blob) + off
 
 
+# ---------------------------------------------------------------- speech tokenizer
+
+# Dimension overrides of the tiny speech tokenizer.  Kept real: codebook_size
+# 2048 (the predictor's vocabulary), num_quantizers 16, upsample_rates [8,5,4,3]
+# and upsampling_ratios [2,2] (1920 samples per frame), sliding_window 72.
+# latent (40), hidden (24) and heads*head_dim (64) all differ, as 1024/512/1024
+# do in the real model, so a port that mixes them up fails on tiny too.
+TINY_DECODER = dict(codebook_dim=16, latent_dim=40, hidden_size=24, intermediate_size=56,
+                    num_attention_heads=4, num_key_value_heads=4, head_dim=16,
+                    num_hidden_layers=2, decoder_dim=64)
+TINY_ENCODER = dict(num_filters=2, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                    num_attention_heads=2, num_key_value_heads=2, head_dim=8,
+                    codebook_size=64, codebook_dim=8, vector_quantization_hidden_dimension=8)
+
+# Init gains of the random decoder (see speech_tensor_specs): chosen so that
+# activations stay O(1) through every stage and the waveform of random codes
+# has an RMS of ~0.1-0.3 with almost nothing clipped, at tiny and full size.
+QK_GAIN = 1.5          # sharper attention: positions and the window matter
+RES_BRANCH_GAIN = 0.5  # each of the 12 vocoder residual units adds ~25% variance
+BLOCK_UP_GAIN = 0.65   # vocoder ConvTranspose: undoes the residual units' growth
+SNAKE_LOG_BETA_MEAN = 0.5  # log beta ~ N(0.5, 0.5^2), log alpha ~ N(0, 0.5^2): with a
+                           # mean of 0 the 29 Snakes in series amplified float32
+                           # rounding ~100x (floor 5e-5 relative); with 0.5 ~5x
+OUT_GAIN = 0.11        # the last conv: sets the waveform level
+LAYER_SCALE = 0.3      # transformer layer scales ~U(0.15, 0.45) (real init 0.01)
+CONVNEXT_GAMMA = 0.4   # ConvNeXt gamma ~U(0.2, 0.6) (real init 1e-6)
+# Every DEAD_PERIOD-th codebook row (from DEAD_OFFSET) is a "dead" code:
+# cluster_usage 1e-7, below the 1e-5 clamp, and embedding_sum scaled by 1e-5,
+# so only a decoder that clamps the usage gets O(1) vectors for it.
+DEAD_PERIOD, DEAD_OFFSET, DEAD_USAGE = 61, 7, 1e-7
+
+
+def tiny_speech_config():
+    with open(os.path.join(REAL_DIR, "speech_tokenizer", "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    for section, patch in (("decoder_config", TINY_DECODER), ("encoder_config", TINY_ENCODER)):
+        for k, v in patch.items():
+            assert k in cfg[section], (section, k)
+            cfg[section][k] = v
+    return cfg
+
+
+def scaled_attention_specs(add, lp, hid, nh, nkv, hd, qk_gain):
+    """q/k/v/o projections (no bias) and the two layer scales of one layer."""
+    add(lp + "self_attn.q_proj.weight", (nh * hd, hid), "w", hid, qk_gain)
+    add(lp + "self_attn.k_proj.weight", (nkv * hd, hid), "w", hid, qk_gain)
+    add(lp + "self_attn.v_proj.weight", (nkv * hd, hid), "w", hid)
+    add(lp + "self_attn.o_proj.weight", (hid, nh * hd), "w", nh * hd)
+    add(lp + "self_attn_layer_scale.scale", (hid,), "scale", 0, LAYER_SCALE)
+    add(lp + "mlp_layer_scale.scale", (hid,), "scale", 0, LAYER_SCALE)
+
+
+def decoder_specs(dc):
+    """(name, shape, kind, fan_in, gain) of the 271 decoder.* tensors (real names)."""
+    vq, half = dc["codebook_dim"], dc["codebook_dim"] // 2
+    lat, hid, inter = dc["latent_dim"], dc["hidden_size"], dc["intermediate_size"]
+    nh, nkv, hd = dc["num_attention_heads"], dc["num_key_value_heads"], dc["head_dim"]
+    size, nq = dc["codebook_size"], dc["num_quantizers"]
+    s = []
+
+    def add(name, shape, kind, fan_in=0, gain=1.0):
+        s.append(("decoder." + name, tuple(shape), kind, fan_in, gain))
+
+    for part, n, gain in (("rvq_first", 1, 1.0), ("rvq_rest", nq - 1, (nq - 1) ** -0.5)):
+        q = f"quantizer.{part}."
+        add(q + "input_proj.weight", (half, vq, 1), "w", vq)
+        add(q + "output_proj.weight", (vq, half, 1), "w", half, gain)
+        for k in range(n):
+            add(f"{q}vq.layers.{k}._codebook.embedding_sum", (size, half), "vq_sum")
+            add(f"{q}vq.layers.{k}._codebook.cluster_usage", (size,), "usage")
+    add("pre_conv.conv.weight", (lat, vq, 3), "w", vq * 3)
+    add("pre_conv.conv.bias", (lat,), "bias")
+    p = "pre_transformer."
+    add(p + "input_proj.weight", (hid, lat), "w", lat)
+    add(p + "input_proj.bias", (hid,), "bias")
+    add(p + "norm.weight", (hid,), "norm")
+    add(p + "output_proj.weight", (lat, hid), "w", hid)
+    add(p + "output_proj.bias", (lat,), "bias")
+    for i in range(dc["num_hidden_layers"]):
+        lp = f"{p}layers.{i}."
+        add(lp + "input_layernorm.weight", (hid,), "norm")
+        add(lp + "post_attention_layernorm.weight", (hid,), "norm")
+        scaled_attention_specs(add, lp, hid, nh, nkv, hd, QK_GAIN)
+        add(lp + "mlp.gate_proj.weight", (inter, hid), "w", hid)
+        add(lp + "mlp.up_proj.weight", (inter, hid), "w", hid)
+        add(lp + "mlp.down_proj.weight", (hid, inter), "w", inter)
+    for u, r in enumerate(dc["upsampling_ratios"]):
+        up = f"upsample.{u}."
+        add(up + "0.conv.weight", (lat, lat, r), "w", lat)  # k == stride: one tap per output
+        add(up + "0.conv.bias", (lat,), "bias")
+        add(up + "1.dwconv.conv.weight", (lat, 1, 7), "w", 7)
+        add(up + "1.dwconv.conv.bias", (lat,), "bias")
+        add(up + "1.norm.weight", (lat,), "norm")
+        add(up + "1.norm.bias", (lat,), "bias")
+        add(up + "1.pwconv1.weight", (4 * lat, lat), "w", lat)
+        add(up + "1.pwconv1.bias", (4 * lat,), "bias")
+        add(up + "1.pwconv2.weight", (lat, 4 * lat), "w", 4 * lat)
+        add(up + "1.pwconv2.bias", (lat,), "bias")
+        add(up + "1.gamma", (lat,), "scale", 0, CONVNEXT_GAMMA)
+    ch = dc["decoder_dim"]
+    add("decoder.0.conv.weight", (ch, lat, 7), "w", lat * 7)
+    add("decoder.0.conv.bias", (ch,), "bias")
+    for b, r in enumerate(dc["upsample_rates"], start=1):
+        bp = f"decoder.{b}.block."
+        add(bp + "0.alpha", (ch,), "snake")
+        add(bp + "0.beta", (ch,), "snake")
+        add(bp + "1.conv.weight", (ch, ch // 2, 2 * r), "w", ch * 2, BLOCK_UP_GAIN)  # k = 2*stride: two taps
+        add(bp + "1.conv.bias", (ch // 2,), "bias")
+        ch //= 2
+        for u in (2, 3, 4):
+            rp = f"{bp}{u}."
+            for act in ("act1", "act2"):
+                add(f"{rp}{act}.alpha", (ch,), "snake")
+                add(f"{rp}{act}.beta", (ch,), "snake")
+            add(rp + "conv1.conv.weight", (ch, ch, 7), "w", ch * 7)
+            add(rp + "conv1.conv.bias", (ch,), "bias")
+            add(rp + "conv2.conv.weight", (ch, ch, 1), "w", ch, RES_BRANCH_GAIN)
+            add(rp + "conv2.conv.bias", (ch,), "bias")
+    last = len(dc["upsample_rates"]) + 1
+    add(f"decoder.{last}.alpha", (ch,), "snake")
+    add(f"decoder.{last}.beta", (ch,), "snake")
+    add(f"decoder.{last + 1}.conv.weight", (1, ch, 7), "w", ch * 7, OUT_GAIN)
+    add(f"decoder.{last + 1}.conv.bias", (1,), "bias", 0, 0.2)  # small DC
+    return s
+
+
+def encoder_specs(ec):
+    """(name, shape, kind, fan_in, gain) of the encoder.* tensors: the Mimi encoder
+    (HF MimiModel minus its decoder half) as Qwen3TTSTokenizerV2Encoder saves it."""
+    s = []
+
+    def add(name, shape, kind, fan_in=0, gain=1.0):
+        s.append(("encoder." + name, tuple(shape), kind, fan_in, gain))
+
+    def conv(name, cout, cin, k, bias=True):
+        add(name + ".conv.weight", (cout, cin, k), "w", cin * k)
+        if bias:
+            add(name + ".conv.bias", (cout,), "bias")
+
+    nf, hid = ec["num_filters"], ec["hidden_size"]
+    conv("encoder.layers.0", nf, ec["audio_channels"], ec["kernel_size"])
+    idx, ch = 1, nf
+    for ratio in reversed(ec["upsampling_ratios"]):
+        for _ in range(ec["num_residual_layers"]):
+            conv(f"encoder.layers.{idx}.block.1", ch // ec["compress"], ch, ec["residual_kernel_size"])
+            conv(f"encoder.layers.{idx}.block.3", ch, ch // ec["compress"], 1)
+            idx += 1
+        conv(f"encoder.layers.{idx + 1}", ch * 2, ch, 2 * ratio)  # idx is the ELU
+        idx += 2
+        ch *= 2
+    conv(f"encoder.layers.{idx + 1}", hid, ch, ec["last_kernel_size"])
+    nh, nkv, hd, inter = (ec["num_attention_heads"], ec["num_key_value_heads"], ec["head_dim"],
+                          ec["intermediate_size"])
+    for i in range(ec["num_hidden_layers"]):
+        lp = f"encoder_transformer.layers.{i}."
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            add(f"{lp}{norm}.weight", (hid,), "norm")
+            add(f"{lp}{norm}.bias", (hid,), "bias")
+        scaled_attention_specs(add, lp, hid, nh, nkv, hd, 1.0)
+        add(lp + "mlp.fc1.weight", (inter, hid), "w", hid)
+        add(lp + "mlp.fc2.weight", (hid, inter), "w", inter)
+    # 2 * (encodec frame rate / frame rate) = 2 * (24000/960 / 12.5) = 4 taps
+    conv("downsample", hid, hid, 2 * round(ec["sampling_rate"] / np.prod(ec["upsampling_ratios"])
+                                           / ec["_frame_rate"]), bias=False)
+    vqh, size, dim = ec["vector_quantization_hidden_dimension"], ec["codebook_size"], ec["codebook_dim"]
+    n_sem = ec["num_semantic_quantizers"]
+    for part, n in (("semantic", n_sem), ("acoustic", ec["num_quantizers"] - n_sem)):
+        q = f"quantizer.{part}_residual_vector_quantizer."
+        add(q + "input_proj.weight", (vqh, hid, 1), "w", hid)
+        add(q + "output_proj.weight", (hid, vqh, 1), "w", vqh)
+        for k in range(n):
+            add(f"{q}layers.{k}.codebook.initialized", (1,), "ones")
+            add(f"{q}layers.{k}.codebook.cluster_usage", (size,), "usage")
+            add(f"{q}layers.{k}.codebook.embed_sum", (size, dim), "vq_sum")
+    return s
+
+
+def speech_tensor_specs(st_cfg):
+    """Every tensor of speech_tokenizer/model.safetensors, sorted by name (byte order)."""
+    specs = decoder_specs(st_cfg["decoder_config"]) + encoder_specs(st_cfg["encoder_config"])
+    return sorted(specs, key=lambda t: t[0].encode())
+
+
+def dead_rows(n):
+    return torch.arange(n) % DEAD_PERIOD == DEAD_OFFSET
+
+
+def draw_speech(name, shape, kind, fan_in, gain, seed):
+    """float32 tensor of one speech-tokenizer name; same (seed, name) -> same values."""
+    g = generator_for(name, seed)
+    if kind == "ones":
+        return torch.ones(shape)
+    if kind == "usage":  # positive and varied; dead rows below the clamp
+        x = torch.rand(shape, generator=g).mul_(3.5).add_(0.5)
+        x[dead_rows(shape[0])] = DEAD_USAGE
+        return x
+    if kind == "scale":  # U(gain/2, 3 gain/2)
+        return torch.rand(shape, generator=g).add_(0.5).mul_(gain)
+    x = torch.randn(shape, generator=g, dtype=torch.float32)
+    if kind == "vq_sum":  # codebook rows ~ N(0, 1.5^2) / U(0.5, 4): about unit scale
+        x.mul_(1.5)
+        x[dead_rows(shape[0])] *= 1e-5
+        return x
+    if kind == "snake":  # log alpha, log beta
+        return x.mul_(0.5).add_(SNAKE_LOG_BETA_MEAN if name.endswith(".beta") else 0.0)
+    if kind == "norm":
+        return x.mul_(0.1).add_(1.0)
+    if kind == "bias":
+        return x.mul_(0.1 * gain)
+    assert kind == "w", kind
+    return x.mul_(gain * fan_in ** -0.5)
+
+
+def place_config(preset, out, rel, tiny_fn):
+    """0.6b: byte copy of the real file; tiny: tiny_fn()'s dict as JSON (indent 2).
+    Returns the config dict."""
+    dst = os.path.join(out, rel)
+    if preset == "0.6b":
+        shutil.copyfile(os.path.join(REAL_DIR, rel), dst)
+        with open(dst, encoding="utf-8") as f:
+            return json.load(f)
+    cfg = tiny_fn()
+    with open(dst, "w", encoding="utf-8") as f:
+        json.dump(cfg, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    return cfg
+
+
+def write_speech_tokenizer(preset, out, seed):
+    """speech_tokenizer/{config.json, model.safetensors} (+ the small real files)."""
+    st = os.path.join(out, "speech_tokenizer")
+    os.makedirs(st, exist_ok=True)
+    for rel in SPEECH_COPIED_FILES:
+        shutil.copyfile(os.path.join(REAL_DIR, rel), os.path.join(out, rel))
+    st_cfg = place_config(preset, out, "speech_tokenizer/config.json", tiny_speech_config)
+    specs = speech_tensor_specs(st_cfg)
+    size = write_model(os.path.join(st, "model.safetensors"), specs, "f32", seed, draw_speech)
+    return specs, size
+
+
 def write_checkpoint(preset, out, dtype="bf16", seed=0):
+    """The talker/predictor files (config.json, model.safetensors, tokenizer files)."""
     os.makedirs(os.path.join(out, "speech_tokenizer"), exist_ok=True)
     for rel in COPIED_FILES:
         shutil.copyfile(os.path.join(REAL_DIR, rel), os.path.join(out, rel))
-    if preset == "0.6b":
-        shutil.copyfile(os.path.join(REAL_DIR, "config.json"), os.path.join(out, "config.json"))
-        cfg = load_real_config()
-    else:
-        cfg = tiny_config()
-        with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
-            json.dump(cfg, f, indent=2, ensure_ascii=False)
-            f.write("\n")
+    cfg = place_config(preset, out, "config.json", tiny_config)
     specs = tensor_specs(cfg)
     size = write_model(os.path.join(out, "model.safetensors"), specs, dtype, seed)
     return cfg, specs, size
@@ -229,13 +484,21 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--speech-only", action="store_true",
+                    help="write only speech_tokenizer/ (config + F32 weights)")
     a = ap.parse_args()
     t0 = time.time()
-    _, specs, size = write_checkpoint(a.preset, a.out, a.dtype, a.seed)
-    n_params = sum(int(np.prod(s[1])) for s in specs)
-    print(json.dumps({"out": a.out, "preset": a.preset, "dtype": a.dtype, "seed": a.seed,
-                      "tensors": len(specs), "params": n_params, "safetensors_bytes": size,
-                      "seconds": round(time.time() - t0, 1)}))
+    summary = {"out": a.out, "preset": a.preset, "seed": a.seed}
+    if not a.speech_only:
+        _, specs, size = write_checkpoint(a.preset, a.out, a.dtype, a.seed)
+        summary.update(dtype=a.dtype, tensors=len(specs), params=sum(int(np.prod(s[1])) for s in specs),
+                       safetensors_bytes=size)
+    specs, size = write_speech_tokenizer(a.preset, a.out, a.seed)
+    summary.update(speech_tensors=len(specs),
+                   speech_decoder_tensors=sum(s[0].startswith("decoder.") for s in specs),
+                   speech_params=sum(int(np.prod(s[1])) for s in specs), speech_safetensors_bytes=size,
+                   seconds=round(time.time() - t0, 1))
+    print(json.dumps(summary))
     return 0
 
 
