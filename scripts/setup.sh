@@ -16,6 +16,7 @@ packages=(
   gcc-aarch64-linux-gnu  # NEON kernels: cross-built kernel test (make neon-test)
   libc6-dev-arm64-cross
   qemu-user              # ... run under qemu-aarch64
+  sox                    # tests read back the WAV files `ember tts` writes (soxi)
 )
 
 # Node.js and npm run the transformers.js comparisons (tests/js); many

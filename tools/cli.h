@@ -18,7 +18,10 @@ int cmd_template(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_tts_codes(int argc, char **argv);
+int cmd_decode_codes(int argc, char **argv);
+int cmd_tts(int argc, char **argv);
 int cmd_bench_tts(int argc, char **argv); /* `bench tts-codes`, called by cmd_bench */
+int cmd_bench_speech(int argc, char **argv); /* `bench tts` */
 
 /* Options shared by the commands that run a model (cli_common.c). */
 enum {

@@ -24,6 +24,10 @@ static void usage(FILE *f)
             "            [--enable-thinking 0|1] [--cases FILE.json]   render the chat template\n"
             "  tts-codes -m DIR --text T --speaker ryan --language english [--max-frames N]\n"
             "            [--greedy] [--json]   Qwen3-TTS codec frames (16 codes each)\n"
+            "  tts       -m DIR --text T (-o OUT.wav | --stream) [--speaker S] [--language L]\n"
+            "            [--chunks 2,4,8,16,25]   speech, decoded while it is generated\n"
+            "  decode-codes -m DIR --codes FRAMES.json [-o OUT.wav] [--chunks 2,4,8]\n"
+            "            codec frames -> 24 kHz audio with the speech decoder\n"
             "run 'ember <command> --help' for the options of one command\n");
 }
 
@@ -83,6 +87,8 @@ static const struct {
     {"tokenize", cmd_tokenize},
     {"detokenize", cmd_detokenize},
     {"tts-codes", cmd_tts_codes},
+    {"decode-codes", cmd_decode_codes},
+    {"tts", cmd_tts},
 };
 
 int main(int argc, char **argv)

@@ -602,6 +602,13 @@ const et_tensor *ck_get(ck_dir *ck, const char *name, const char **file)
     return e->t;
 }
 
+void ck_skip_prefix(ck_dir *ck, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (size_t i = 0; ck && i < ck->n_entries; i++)
+        if (!strncmp(ck->entries[i].t->name, prefix, n)) ck->entries[i].used = true;
+}
+
 ember_status ck_check_all_used(const ck_dir *ck)
 {
     const ck_entry *first = NULL;

@@ -56,6 +56,11 @@ const et_tensor *ck_get(ck_dir *ck, const char *name, const char **file);
  * only inflate RSS. Tensor views stay valid (pages fault back in). */
 void ck_drop_resident(ck_dir *ck);
 
+/* Marks every tensor whose name starts with prefix as used: a part of the
+ * file the model deliberately does not read (the speech tokenizer's encoder
+ * when only decoding). */
+void ck_skip_prefix(ck_dir *ck, const char *prefix);
+
 /* EMBER_OK if every tensor was fetched with ck_get, else an error naming the
  * first unused tensor and its file ("unexpected tensor"). */
 ember_status ck_check_all_used(const ck_dir *ck);

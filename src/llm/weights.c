@@ -33,13 +33,20 @@ static void shape_text(char *buf, size_t cap, const int64_t *shape, int n)
 ember_status wt_fetch(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
                       const et_tensor **out)
 {
+    const int64_t want[2] = {rows, cols};
+    return wt_fetch_shape(ld, name, cols ? 2 : 1, want, out);
+}
+
+ember_status wt_fetch_shape(wt_loader *ld, const char *name, int want_dims, const int64_t *want,
+                            const et_tensor **out)
+{
     const char *file = NULL;
     const et_tensor *t = ck_get(ld->ck, name, &file);
-    int want_dims = cols ? 2 : 1;
-    int64_t want[2] = {rows, cols};
     char got_s[96], want_s[96];
     if (!t) return ember_fail(EMBER_ERR_FORMAT, "%s: missing tensor '%s'", ck_path(ld->ck), name);
-    if (t->n_dims != want_dims || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+    bool same = t->n_dims == want_dims;
+    for (int i = 0; same && i < want_dims; i++) same = t->shape[i] == want[i];
+    if (!same) {
         shape_text(got_s, sizeof got_s, t->shape, t->n_dims);
         shape_text(want_s, sizeof want_s, want, want_dims);
         return ember_fail(EMBER_ERR_FORMAT, "%s: tensor '%s' has shape %s but config.json implies %s",

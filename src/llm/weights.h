@@ -38,6 +38,10 @@ et_dtype wt_dtype_of_type(ember_type t);
 ember_status wt_fetch(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
                       const et_tensor **out);
 
+/* The same for any number of dimensions (conv weights are 3-D). */
+ember_status wt_fetch_shape(wt_loader *ld, const char *name, int n_dims, const int64_t *shape,
+                            const et_tensor **out);
+
 /* Replaces m's data by a copy in `target` (row by row through fp32), placed
  * in one of the loader's converted blocks. */
 ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target);

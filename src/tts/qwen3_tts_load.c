@@ -12,28 +12,34 @@
 #include "io/read_file.h"
 #include "kernels/formats.h"
 #include "llm/weights.h"
+#include "tts/tts_bind.h"
 
 typedef enum dim { D_HIDDEN, D_Q, D_KV, D_INTER, D_HEAD, D_NONE } dim;
+typedef enum part { P_ALWAYS, P_QK_NORM, P_LAYER_SCALE } part;
 
 typedef struct layer_tensor {
     const char *suffix; /* after "{prefix}.layers.{i}." */
     dim rows, cols;     /* cols == D_NONE: an fp32 vector */
     size_t field;       /* offsetof(tts_layer, ...) */
+    part when;          /* present only in stacks with that feature */
 } layer_tensor;
 
 /* Every tensor of one Qwen3 decoder layer, as the official modeling code names them. */
 static const layer_tensor layer_tensors[] = {
-    {"input_layernorm.weight", D_HIDDEN, D_NONE, offsetof(tts_layer, attn_norm)},
-    {"self_attn.q_proj.weight", D_Q, D_HIDDEN, offsetof(tts_layer, wq)},
-    {"self_attn.k_proj.weight", D_KV, D_HIDDEN, offsetof(tts_layer, wk)},
-    {"self_attn.v_proj.weight", D_KV, D_HIDDEN, offsetof(tts_layer, wv)},
-    {"self_attn.o_proj.weight", D_HIDDEN, D_Q, offsetof(tts_layer, wo)},
-    {"self_attn.q_norm.weight", D_HEAD, D_NONE, offsetof(tts_layer, q_norm)},
-    {"self_attn.k_norm.weight", D_HEAD, D_NONE, offsetof(tts_layer, k_norm)},
-    {"post_attention_layernorm.weight", D_HIDDEN, D_NONE, offsetof(tts_layer, mlp_norm)},
-    {"mlp.gate_proj.weight", D_INTER, D_HIDDEN, offsetof(tts_layer, w_gate)},
-    {"mlp.up_proj.weight", D_INTER, D_HIDDEN, offsetof(tts_layer, w_up)},
-    {"mlp.down_proj.weight", D_HIDDEN, D_INTER, offsetof(tts_layer, w_down)},
+    {"input_layernorm.weight", D_HIDDEN, D_NONE, offsetof(tts_layer, attn_norm), P_ALWAYS},
+    {"self_attn.q_proj.weight", D_Q, D_HIDDEN, offsetof(tts_layer, wq), P_ALWAYS},
+    {"self_attn.k_proj.weight", D_KV, D_HIDDEN, offsetof(tts_layer, wk), P_ALWAYS},
+    {"self_attn.v_proj.weight", D_KV, D_HIDDEN, offsetof(tts_layer, wv), P_ALWAYS},
+    {"self_attn.o_proj.weight", D_HIDDEN, D_Q, offsetof(tts_layer, wo), P_ALWAYS},
+    {"self_attn.q_norm.weight", D_HEAD, D_NONE, offsetof(tts_layer, q_norm), P_QK_NORM},
+    {"self_attn.k_norm.weight", D_HEAD, D_NONE, offsetof(tts_layer, k_norm), P_QK_NORM},
+    {"self_attn_layer_scale.scale", D_HIDDEN, D_NONE, offsetof(tts_layer, attn_scale),
+     P_LAYER_SCALE},
+    {"mlp_layer_scale.scale", D_HIDDEN, D_NONE, offsetof(tts_layer, mlp_scale), P_LAYER_SCALE},
+    {"post_attention_layernorm.weight", D_HIDDEN, D_NONE, offsetof(tts_layer, mlp_norm), P_ALWAYS},
+    {"mlp.gate_proj.weight", D_INTER, D_HIDDEN, offsetof(tts_layer, w_gate), P_ALWAYS},
+    {"mlp.up_proj.weight", D_INTER, D_HIDDEN, offsetof(tts_layer, w_up), P_ALWAYS},
+    {"mlp.down_proj.weight", D_HIDDEN, D_INTER, offsetof(tts_layer, w_down), P_ALWAYS},
 };
 #define N_LAYER_TENSORS (sizeof layer_tensors / sizeof *layer_tensors)
 
@@ -50,16 +56,19 @@ static int64_t dim_size(const tts_stack_config *c, dim d)
     return 0;
 }
 
-static size_t stack_vector_floats(const tts_stack_config *c)
+static bool has_part(const tts_stack_config *c, part p)
 {
-    return (size_t)c->n_layers * (2 * (size_t)c->hidden + 2 * (size_t)c->head_dim) +
-           (size_t)c->hidden;
+    return p == P_ALWAYS || (p == P_QK_NORM && c->qk_norm) || (p == P_LAYER_SCALE && c->layer_scale);
 }
 
-typedef struct tts_loader {
-    wt_loader wt;
-    tts_model *m;
-} tts_loader;
+size_t tts_stack_vector_floats(const tts_stack_config *c)
+{
+    size_t per_layer = 0;
+    for (size_t k = 0; k < N_LAYER_TENSORS; k++)
+        if (layer_tensors[k].cols == D_NONE && has_part(c, layer_tensors[k].when))
+            per_layer += (size_t)dim_size(c, layer_tensors[k].rows);
+    return (size_t)c->n_layers * per_layer + (size_t)c->hidden;
+}
 
 typedef ember_status (*bind_fn)(wt_loader *, const char *, int64_t, int64_t, ek_matrix *);
 
@@ -75,12 +84,12 @@ static ember_status bind_with(tts_loader *ld, bind_fn bind, int count, const cha
     ld->wt.convert_to = ET_DTYPE_COUNT;
     ember_status st = bind(&ld->wt, name, rows, cols, out);
     ld->wt.convert_to = target;
-    ld->m->n_unconverted += count;
+    *ld->n_unconverted += count;
     return st;
 }
 
-static ember_status bind_matrix(tts_loader *ld, const char *name, int64_t rows, int64_t cols,
-                                ek_matrix *out)
+ember_status tts_bind_matrix(tts_loader *ld, const char *name, int64_t rows, int64_t cols,
+                             ek_matrix *out)
 {
     return bind_with(ld, wt_bind_matrix, 1, name, rows, cols, out);
 }
@@ -92,8 +101,8 @@ static ember_status bind_table(tts_loader *ld, const char *name, int64_t rows, i
     return bind_with(ld, wt_bind_table, 0, name, rows, cols, out);
 }
 
-static ember_status bind_stack(tts_loader *ld, const char *prefix, const tts_stack_config *c,
-                               tts_stack *s)
+ember_status tts_bind_stack(tts_loader *ld, const char *prefix, const tts_stack_config *c,
+                            tts_stack *s)
 {
     char name[200];
     ember_status st;
@@ -102,11 +111,12 @@ static ember_status bind_stack(tts_loader *ld, const char *prefix, const tts_sta
         tts_layer *L = &s->layers[i];
         for (size_t k = 0; k < N_LAYER_TENSORS; k++) {
             const layer_tensor *lt = &layer_tensors[k];
+            if (!has_part(c, lt->when)) continue;
             void *field = (char *)L + lt->field;
             snprintf(name, sizeof name, "%s.layers.%d.%s", prefix, i, lt->suffix);
             st = lt->cols == D_NONE
                      ? wt_bind_vector(&ld->wt, name, dim_size(c, lt->rows), (const float **)field)
-                     : bind_matrix(ld, name, dim_size(c, lt->rows), dim_size(c, lt->cols),
+                     : tts_bind_matrix(ld, name, dim_size(c, lt->rows), dim_size(c, lt->cols),
                                    (ek_matrix *)field);
             if (st) return st;
         }
@@ -143,7 +153,7 @@ static ember_status load_into(tts_model *m, const char *dir)
     const int32_t groups = c->n_groups - 1;
     m->has_mtp = pc->hidden != tc->hidden;
 
-    const size_t n_vector = stack_vector_floats(tc) + stack_vector_floats(pc) +
+    const size_t n_vector = tts_stack_vector_floats(tc) + tts_stack_vector_floats(pc) +
                             (size_t)c->text_hidden + (size_t)tc->hidden + (size_t)pc->hidden;
     const size_t max_converted = N_LAYER_TENSORS * (size_t)(tc->n_layers + pc->n_layers) +
                                  2 * (size_t)groups + 8;
@@ -153,34 +163,34 @@ static ember_status load_into(tts_model *m, const char *dir)
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
     tts_loader ld = {{m->ck, m->vectors, m->vectors + n_vector, m->converted, &m->n_converted,
                       max_converted, wt_dtype_of_type(m->weight_type), 0, NULL, 0, 0, m->kernels},
-                     m};
+                     &m->n_unconverted};
 
     if ((st = bind_table(&ld, "talker.model.text_embedding.weight", c->text_vocab,
                          c->text_hidden, &m->text_embed)) ||
-        (st = bind_matrix(&ld, "talker.text_projection.linear_fc1.weight", c->text_hidden,
+        (st = tts_bind_matrix(&ld, "talker.text_projection.linear_fc1.weight", c->text_hidden,
                           c->text_hidden, &m->text_fc1)) ||
         (st = wt_bind_vector(&ld.wt, "talker.text_projection.linear_fc1.bias", c->text_hidden,
                              &m->text_fc1_b)) ||
-        (st = bind_matrix(&ld, "talker.text_projection.linear_fc2.weight", tc->hidden,
+        (st = tts_bind_matrix(&ld, "talker.text_projection.linear_fc2.weight", tc->hidden,
                           c->text_hidden, &m->text_fc2)) ||
         (st = wt_bind_vector(&ld.wt, "talker.text_projection.linear_fc2.bias", tc->hidden,
                              &m->text_fc2_b)) ||
         (st = bind_table(&ld, "talker.model.codec_embedding.weight", tc->vocab, tc->hidden,
                          &m->codec_embed)) ||
-        (st = bind_matrix(&ld, "talker.codec_head.weight", tc->vocab, tc->hidden,
+        (st = tts_bind_matrix(&ld, "talker.codec_head.weight", tc->vocab, tc->hidden,
                           &m->codec_head)) ||
-        (st = bind_stack(&ld, "talker.model", tc, &m->talker)) ||
-        (st = bind_stack(&ld, "talker.code_predictor.model", pc, &m->predictor)))
+        (st = tts_bind_stack(&ld, "talker.model", tc, &m->talker)) ||
+        (st = tts_bind_stack(&ld, "talker.code_predictor.model", pc, &m->predictor)))
         return st;
     char name[160];
     for (int32_t g = 0; g < groups; g++) {
         snprintf(name, sizeof name, "talker.code_predictor.model.codec_embedding.%d.weight", g);
         if ((st = bind_table(&ld, name, pc->vocab, tc->hidden, &m->cp_embed[g]))) return st;
         snprintf(name, sizeof name, "talker.code_predictor.lm_head.%d.weight", g);
-        if ((st = bind_matrix(&ld, name, pc->vocab, pc->hidden, &m->cp_head[g]))) return st;
+        if ((st = tts_bind_matrix(&ld, name, pc->vocab, pc->hidden, &m->cp_head[g]))) return st;
     }
     if (m->has_mtp &&
-        ((st = bind_matrix(&ld, "talker.code_predictor.small_to_mtp_projection.weight",
+        ((st = tts_bind_matrix(&ld, "talker.code_predictor.small_to_mtp_projection.weight",
                            pc->hidden, tc->hidden, &m->mtp_proj)) ||
          (st = wt_bind_vector(&ld.wt, "talker.code_predictor.small_to_mtp_projection.bias",
                               pc->hidden, &m->mtp_b))))

@@ -10,10 +10,13 @@
 #include "kernels/matmul.h"
 #include "tts/qwen3_tts_config.h"
 
-/* One Qwen3 decoder layer: q/k per-head RMSNorm, no biases, SwiGLU MLP. */
+/* One Qwen3 decoder layer: q/k per-head RMSNorm, no biases, SwiGLU MLP.
+ * The speech decoder's layers have no q/k norms but scale both residual
+ * branches per channel (LayerScale). */
 typedef struct tts_layer {
     const float *attn_norm, *mlp_norm; /* hidden */
-    const float *q_norm, *k_norm;      /* head_dim, shared by every head */
+    const float *q_norm, *k_norm;      /* head_dim, shared by every head; NULL: none */
+    const float *attn_scale, *mlp_scale; /* hidden; NULL: none */
     ek_matrix wq, wk, wv, wo;
     ek_matrix w_gate, w_up, w_down;
 } tts_layer;

@@ -170,6 +170,8 @@ ember_status tts_session_start(tts_session *s, const tts_request *r)
                           r->language);
     if (r->max_frames < 0)
         return ember_fail(EMBER_ERR_INVALID_ARG, "max_frames %d must not be negative", r->max_frames);
+    if (r->min_frames < 0)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "min_frames %d must not be negative", r->min_frames);
     s->started = 0;
     tts_prompt_free(&s->prompt);
     ember_status st = tts_prompt_build(c, r->text_ids, r->n_text_ids, speaker, language,
@@ -203,6 +205,7 @@ ember_status tts_session_start(tts_session *s, const tts_request *r)
     s->next_trailing = 0;
     s->frames = 0;
     s->max_frames = r->max_frames ? r->max_frames : s->m->gen.max_new_tokens;
+    s->min_frames = r->min_frames ? r->min_frames : s->m->gen.min_new_tokens;
     s->finished = 0;
     s->greedy = r->greedy;
     s->talker_ms = s->pred_ms = 0.0;
@@ -218,7 +221,7 @@ static int32_t choose_c0(tts_session *s)
     memcpy(s->work_logits, s->talker_logits, (size_t)c->talker.vocab * sizeof(float));
     for (int32_t i = c->predictor.vocab; i < c->talker.vocab; i++)
         if (i != c->codec_eos) s->work_logits[i] = -INFINITY;
-    if (s->frames < s->m->gen.min_new_tokens) s->work_logits[c->codec_eos] = -INFINITY;
+    if (s->frames < s->min_frames) s->work_logits[c->codec_eos] = -INFINITY;
     return et_sampler_sample(s->talker_sampler, s->work_logits);
 }
 

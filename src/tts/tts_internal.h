@@ -34,7 +34,7 @@ struct tts_session {
     tts_prompt prompt;
     size_t next_trailing;       /* streaming: the next trailing text id to feed */
     int64_t pos;                /* talker positions held */
-    int32_t frames, max_frames;
+    int32_t frames, max_frames, min_frames;
     int started, finished, greedy;
     double talker_ms, pred_ms;
 };

@@ -32,6 +32,7 @@ typedef struct tts_request {
     int greedy;              /* argmax for talker and predictor (penalty still applies) */
     uint64_t seed;
     int32_t max_frames;      /* 0: generation_config's max_new_tokens */
+    int32_t min_frames;      /* 0: generation_config's min_new_tokens (EOS banned before) */
 } tts_request;
 
 typedef struct tts_session tts_session;

@@ -28,13 +28,16 @@ ember_status tts_stack_state_init(tts_stack_state *s, const tts_stack *w, const 
     s->max_chunk = max_chunk;
     s->max_context = max_context;
     /* The cache code takes a Spark config: only the layer count, kv heads,
-     * head_dim and layer types matter to it, and every layer here is full. */
+     * head_dim, layer types and window matter to it; every layer here is of
+     * one type (full, or sliding in the speech decoder). */
     spark_config shape;
     memset(&shape, 0, sizeof shape);
     shape.n_layers = c->n_layers;
     shape.n_kv_heads = c->n_kv_heads;
     shape.head_dim = c->head_dim;
-    memset(shape.layer_type, SPARK_FULL, sizeof shape.layer_type);
+    shape.sliding_window = c->sliding_window;
+    memset(shape.layer_type, c->sliding_window ? SPARK_SLIDING : SPARK_FULL,
+           sizeof shape.layer_type);
     ember_status st = kv_cache_init(&s->kv, &shape, max_context, ET_F32);
     if (st) return st;
 
@@ -72,15 +75,27 @@ void tts_stack_state_free(tts_stack_state *s)
     memset(s, 0, sizeof *s);
 }
 
-/* Per-head RMSNorm with the shared head_dim weight, then RoPE. */
+/* Per-head RMSNorm with the shared head_dim weight (when there is one),
+ * then RoPE. */
 static void norm_and_rotate(float *x, int32_t heads, int32_t d, const float *w, float eps,
                             const float *cos_t, const float *sin_t)
 {
     for (int32_t h = 0; h < heads; h++) {
         float *v = x + (int64_t)h * d;
-        ek_rmsnorm(v, v, w, d, eps);
+        if (w) ek_rmsnorm(v, v, w, d, eps);
         ek_rope_apply(v, cos_t, sin_t, d);
     }
+}
+
+/* x += h, or x += scale * h per channel (LayerScale). */
+static void add_residual(float *x, const float *h, const float *scale, int32_t n, int64_t hid)
+{
+    if (!scale) {
+        for (int64_t i = 0; i < (int64_t)n * hid; i++) x[i] += h[i];
+        return;
+    }
+    for (int32_t t = 0; t < n; t++)
+        for (int64_t i = 0; i < hid; i++) x[t * hid + i] += scale[i] * h[t * hid + i];
 }
 
 static void attention_block(tts_stack_state *s, const tts_layer *W, kv_layer *L, float *x,
@@ -103,7 +118,7 @@ static void attention_block(tts_stack_state *s, const tts_layer *W, kv_layer *L,
     attn_run(s->exec->pool, L, &shape, p0, n, s->q, s->k, s->v, s->attn, s->scores, s->scores_stride);
     kv_store(L, KV, d, p0, n, s->k, s->v, kv_dim);
     ek_matmul(s->exec, s->h, hid, s->attn, n, &W->wo, NULL, s->qbuf);
-    for (int64_t i = 0; i < (int64_t)n * hid; i++) x[i] += s->h[i];
+    add_residual(x, s->h, W->attn_scale, n, hid);
 }
 
 static void mlp_block(tts_stack_state *s, const tts_layer *W, float *x, int32_t n)
@@ -116,7 +131,7 @@ static void mlp_block(tts_stack_state *s, const tts_layer *W, float *x, int32_t 
     ek_matmul(s->exec, s->ffn_u, inter, s->h, n, &W->w_up, NULL, s->qbuf);
     s->exec->kernels->glu(s->ffn_g, s->ffn_u, (int64_t)n * inter, EK_GLU_SILU); /* SwiGLU */
     ek_matmul(s->exec, s->h, hid, s->ffn_g, n, &W->w_down, NULL, s->qbuf);
-    for (int64_t i = 0; i < (int64_t)n * hid; i++) x[i] += s->h[i];
+    add_residual(x, s->h, W->mlp_scale, n, hid);
 }
 
 void tts_stack_forward(tts_stack_state *s, float *x, int64_t p0, int32_t n)

@@ -1,0 +1,202 @@
+#include "tts/tts_pipeline.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "tts/tts_internal.h"
+
+static const int32_t default_ramp[] = {2, 4, 8, 16, 25};
+
+ember_status tts_schedule_parse(const char *text, tts_schedule *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = text;
+    while (p && *p) {
+        char *end = NULL;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 100000 || (*end && *end != ','))
+            return ember_fail(EMBER_ERR_INVALID_ARG,
+                              "chunk schedule '%s': expected positive frame counts like 2,4,8,16,25",
+                              text);
+        if (out->n == TTS_MAX_SCHEDULE)
+            return ember_fail(EMBER_ERR_INVALID_ARG, "chunk schedule '%s': more than %d sizes",
+                              text, TTS_MAX_SCHEDULE);
+        out->sizes[out->n++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (!out->n) return ember_fail(EMBER_ERR_INVALID_ARG, "chunk schedule: empty");
+    return EMBER_OK;
+}
+
+int32_t tts_schedule_size(const tts_schedule *s, int32_t i)
+{
+    if (!s || !s->n) {
+        const int32_t n = (int32_t)(sizeof default_ramp / sizeof *default_ramp);
+        return default_ramp[i < n ? i : n - 1];
+    }
+    return s->sizes[i < s->n ? i : s->n - 1];
+}
+
+/* What the two threads share. The generator appends frames; the decoder
+ * takes them a chunk at a time. */
+typedef struct handoff {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int32_t *codes;  /* max_frames x groups */
+    int32_t groups;
+    int32_t produced, consumed;
+    int gen_done, cancelled;
+
+    c2w_stream *dec;
+    const tts_schedule *schedule;
+    tts_pcm_fn cb;
+    void *user;
+    float *pcm;      /* the largest chunk's samples */
+    int32_t flush_cap; /* frames pcm holds */
+    double t0;
+    int32_t chunks;
+    double decoder_ms, first_audio_ms;
+    ember_status dec_status;
+    char dec_error[512];
+} handoff;
+
+/* The decoder thread: waits for each chunk's frames (or the end), decodes
+ * them and hands the PCM to the callback. */
+static void *decoder_main(void *arg)
+{
+    handoff *h = arg;
+    const int32_t spf = c2w_stream_model(h->dec)->cfg.samples_per_frame;
+    for (int32_t i = 0;; i++) {
+        const int32_t want = tts_schedule_size(h->schedule, i);
+        pthread_mutex_lock(&h->mu);
+        while (!h->cancelled && !h->gen_done && h->produced - h->consumed < want)
+            pthread_cond_wait(&h->cv, &h->mu);
+        int32_t avail = h->produced - h->consumed, first = h->consumed;
+        int done = h->gen_done, stop = h->cancelled || (done && avail == 0);
+        pthread_mutex_unlock(&h->mu);
+        if (stop) break;
+        /* at the end, what is left goes out in chunks as large as the buffer */
+        int32_t n = done ? (avail < h->flush_cap ? avail : h->flush_cap) : want;
+        double t = tts_now_ms();
+        ember_status st = c2w_stream_push(h->dec, h->codes + (size_t)first * h->groups, n, h->pcm);
+        double now = tts_now_ms();
+        if (st) {
+            pthread_mutex_lock(&h->mu);
+            h->dec_status = st;
+            snprintf(h->dec_error, sizeof h->dec_error, "%s", ember_last_error());
+            h->cancelled = 1;
+            pthread_mutex_unlock(&h->mu);
+            break;
+        }
+        h->decoder_ms += now - t;
+        if (!h->chunks) h->first_audio_ms = now - h->t0;
+        tts_chunk_info info = {h->chunks, first, n, now - h->t0, now - t};
+        h->chunks++;
+        int cancel = h->cb ? h->cb(h->user, h->pcm, (size_t)n * spf, &info) : 0;
+        pthread_mutex_lock(&h->mu);
+        h->consumed += n;
+        if (cancel) h->cancelled = 1;
+        pthread_mutex_unlock(&h->mu);
+        if (cancel) break;
+    }
+    return NULL;
+}
+
+/* The generator side, on the calling thread. */
+static ember_status generate(tts_session *gen, const tts_request *rq, handoff *h, double *prefill_ms)
+{
+    double t = tts_now_ms();
+    ember_status st = tts_session_start(gen, rq);
+    *prefill_ms = tts_now_ms() - t;
+    int32_t *frame = malloc(sizeof(int32_t) * (size_t)h->groups);
+    if (!st && !frame) st = ember_fail(EMBER_ERR_NO_MEMORY, "tts: out of memory");
+    while (!st) {
+        int done = 0;
+        if ((st = tts_session_step(gen, NULL, frame, &done)) || done) break;
+        pthread_mutex_lock(&h->mu);
+        int cancelled = h->cancelled;
+        if (!cancelled) {
+            memcpy(h->codes + (size_t)h->produced * h->groups, frame, sizeof(int32_t) * h->groups);
+            h->produced++;
+            pthread_cond_signal(&h->cv);
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (cancelled) break;
+    }
+    free(frame);
+    return st;
+}
+
+ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request *rq,
+                            const tts_schedule *schedule, tts_pcm_fn cb, void *user,
+                            tts_synth_stats *stats)
+{
+    if (!gen || !dec || !rq) return ember_fail(EMBER_ERR_INVALID_ARG, "tts_synthesize: NULL argument");
+    const tts_model *m = gen->m;
+    const c2w_model *dm = c2w_stream_model(dec);
+    if (dm->cfg.n_quantizers != m->cfg.n_groups)
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "tts: the talker makes %d codes per frame but the decoder takes %d",
+                          m->cfg.n_groups, dm->cfg.n_quantizers);
+    const int32_t max_frames = rq->max_frames ? rq->max_frames : m->gen.max_new_tokens;
+    int32_t largest = 0;
+    for (int32_t i = 0; i <= TTS_MAX_SCHEDULE; i++)
+        if (tts_schedule_size(schedule, i) > largest) largest = tts_schedule_size(schedule, i);
+    /* the final flush can be up to two chunks' worth */
+    const size_t chunk_cap = 2 * (size_t)largest;
+    handoff h;
+    memset(&h, 0, sizeof h);
+    h.groups = m->cfg.n_groups;
+    h.flush_cap = (int32_t)chunk_cap;
+    h.codes = malloc(sizeof(int32_t) * (size_t)(max_frames > 0 ? max_frames : 1) * h.groups);
+    h.pcm = malloc(sizeof(float) * chunk_cap * (size_t)dm->cfg.samples_per_frame);
+    if (!h.codes || !h.pcm) {
+        free(h.codes);
+        free(h.pcm);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "tts: out of memory");
+    }
+    h.dec = dec;
+    h.schedule = schedule;
+    h.cb = cb;
+    h.user = user;
+    h.t0 = tts_now_ms();
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    c2w_stream_reset(dec);
+
+    ember_status st = EMBER_OK;
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, decoder_main, &h) != 0) {
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "tts: cannot start the decoder thread");
+    } else {
+        double prefill_ms = 0;
+        st = generate(gen, rq, &h, &prefill_ms);
+        pthread_mutex_lock(&h.mu);
+        h.gen_done = 1;
+        if (st) h.cancelled = 1;
+        pthread_cond_signal(&h.cv);
+        pthread_mutex_unlock(&h.mu);
+        pthread_join(thread, NULL);
+        if (!st && h.dec_status) st = ember_fail(h.dec_status, "%s", h.dec_error);
+        if (!st && h.cancelled) st = ember_fail(EMBER_ERR_CANCELLED, "tts: cancelled by the callback");
+        if (stats) {
+            memset(stats, 0, sizeof *stats);
+            stats->frames = h.produced;
+            stats->chunks = h.chunks;
+            stats->prefill_ms = prefill_ms;
+            stats->talker_ms = tts_session_talker_ms(gen);
+            stats->predictor_ms = tts_session_predictor_ms(gen);
+            stats->decoder_ms = h.decoder_ms;
+            stats->first_audio_ms = h.first_audio_ms;
+            stats->total_ms = tts_now_ms() - h.t0;
+        }
+    }
+    pthread_cond_destroy(&h.cv);
+    pthread_mutex_destroy(&h.mu);
+    free(h.codes);
+    free(h.pcm);
+    return st;
+}

@@ -1,0 +1,67 @@
+/* Text to audio while it is being generated: the talker and code predictor
+ * (a tts_session) produce codec frames on the calling thread while a
+ * decoder thread turns them into PCM with a c2w_stream, chunk by chunk.
+ *
+ * Frames are handed to the decoder in chunks that follow a schedule (by
+ * default the ramp 2, 4, 8, 16, 25, the last size repeating): a small first
+ * chunk gets audio out early, and each later chunk is larger so the audio
+ * already delivered covers the time to produce the next one. Because the
+ * decoder streams exactly (code2wav.h), the chunking never changes the
+ * samples, only when they arrive.
+ *
+ * The two sides share the CPU: the generator reads ~1.7 GB of weights per
+ * frame (memory-bound), the decoder does ~5 GFLOP per frame (compute-bound),
+ * so on a small machine each gets its own cores (the session's and the
+ * stream's thread counts) instead of both taking every core. */
+#ifndef EMBER_TTS_TTS_PIPELINE_H
+#define EMBER_TTS_TTS_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tts/code2wav.h"
+#include "tts/tts_session.h"
+
+#define TTS_MAX_SCHEDULE 32
+
+typedef struct tts_chunk_info {
+    int32_t index;       /* 0, 1, ... */
+    int32_t first_frame; /* the chunk's first frame in the utterance */
+    int32_t n_frames;
+    double ready_ms;     /* since tts_synthesize started: the PCM is ready */
+    double decode_ms;    /* the decoder's time for this chunk */
+} tts_chunk_info;
+
+/* Receives each chunk's PCM (n_samples floats in [-1, 1], 24 kHz mono) on
+ * the decoder thread, in order. Returning nonzero cancels the request: the
+ * generator stops at its next frame and tts_synthesize returns
+ * EMBER_ERR_CANCELLED. */
+typedef int (*tts_pcm_fn)(void *user, const float *pcm, size_t n_samples,
+                          const tts_chunk_info *info);
+
+typedef struct tts_schedule {
+    int32_t sizes[TTS_MAX_SCHEDULE]; /* frames per chunk; the last repeats */
+    int32_t n;                       /* 0: the default ramp 2, 4, 8, 16, 25 */
+} tts_schedule;
+
+/* Parses "2,4,8,16,25" (1..TTS_MAX_SCHEDULE positive sizes). */
+ember_status tts_schedule_parse(const char *text, tts_schedule *out);
+/* Frames in chunk i of the schedule. */
+int32_t tts_schedule_size(const tts_schedule *s, int32_t i);
+
+typedef struct tts_synth_stats {
+    int32_t frames, chunks;
+    double prefill_ms;   /* the prompt, before the first frame */
+    double talker_ms, predictor_ms, decoder_ms; /* totals */
+    double first_audio_ms; /* the first chunk's ready_ms */
+    double total_ms;
+} tts_synth_stats;
+
+/* Runs one request: prefill, frames until EOS or max_frames, each chunk
+ * decoded and passed to `cb` as soon as it is ready. `dec` is reset first.
+ * stats (optional) is filled on success and on cancellation. */
+ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request *rq,
+                            const tts_schedule *schedule, tts_pcm_fn cb, void *user,
+                            tts_synth_stats *stats);
+
+#endif

@@ -1,0 +1,187 @@
+/* `ember bench tts`: streaming speech end to end, measured as a listener
+ * would feel it (definitions from spec/edge-runtime.md, "Stream latency
+ * metrics"): time to first audio, the earliest playback start that never
+ * underruns, real-time factor, per-stage milliseconds per frame, gaps
+ * between chunks, peak RSS. Each rep synthesizes exactly --frames frames
+ * (EOS is held off, as random weights would stop anywhere); the reported
+ * figures are medians over the reps. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tts_cli.h"
+#include "tts_engine.h"
+
+#define MAX_CHUNKS 4096
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ember bench tts -m DIR [--text TEXT] [--frames 100] [--reps 3] [--json]\n"
+            "                       [--speaker S] [--language L] [engine options]\n"
+            "engine options:\n%s",
+            tts_engine_usage);
+}
+
+typedef struct trace {
+    double ready_ms[MAX_CHUNKS];
+    int32_t frames[MAX_CHUNKS];
+    double gaps[MAX_CHUNKS]; /* scratch for the percentiles */
+    int32_t n;
+    cli_rss peak;
+} trace;
+
+static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *info)
+{
+    trace *t = user;
+    (void)pcm, (void)n;
+    if (t->n < MAX_CHUNKS) {
+        t->ready_ms[t->n] = info->ready_ms;
+        t->frames[t->n++] = info->n_frames;
+    }
+    cli_rss_peak(&t->peak);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest rank: sorted[max(1, ceil(q n)) - 1]. */
+static double percentile(double *v, int n, double q)
+{
+    if (n <= 0) return 0.0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int k = (int)ceil(q * n);
+    return v[(k < 1 ? 1 : k) - 1];
+}
+
+/* The metrics of one rep, in the order they are printed. */
+enum { M_TTFA, M_PLAYBACK, M_RTF, M_TALKER, M_PREDICTOR, M_DECODER, M_GAP50, M_GAP95, M_GAPMAX,
+       M_COUNT };
+
+static void measure(trace *t, const tts_synth_stats *st, double frame_ms, double *r)
+{
+    double delivered = 0, *gaps = t->gaps;
+    r[M_TTFA] = t->n ? t->ready_ms[0] : 0.0;
+    r[M_PLAYBACK] = 0;
+    for (int32_t i = 0; i < t->n; i++) {
+        /* playback starting at s never starves iff s + delivered_before_i >= t_i */
+        double need = t->ready_ms[i] - delivered;
+        if (need > r[M_PLAYBACK]) r[M_PLAYBACK] = need;
+        delivered += t->frames[i] * frame_ms;
+        if (i) gaps[i - 1] = t->ready_ms[i] - t->ready_ms[i - 1];
+    }
+    r[M_RTF] = delivered > 0 && t->n ? t->ready_ms[t->n - 1] / delivered : 0.0;
+    r[M_TALKER] = st->frames ? st->talker_ms / st->frames : 0;
+    r[M_PREDICTOR] = st->frames ? st->predictor_ms / st->frames : 0;
+    r[M_DECODER] = st->frames ? st->decoder_ms / st->frames : 0;
+    int ng = t->n > 1 ? t->n - 1 : 0;
+    r[M_GAP50] = percentile(gaps, ng, 0.50);
+    r[M_GAP95] = percentile(gaps, ng, 0.95);
+    r[M_GAPMAX] = ng ? gaps[ng - 1] : 0.0; /* sorted by percentile() */
+}
+
+int cmd_bench_speech(int argc, char **argv)
+{
+    enum { O_TEXT = 1, O_FRAMES, O_REPS, O_JSON, O_SPEAKER, O_LANGUAGE };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},     {"text", required_argument, 0, O_TEXT},
+        {"frames", required_argument, 0, O_FRAMES}, {"reps", required_argument, 0, O_REPS},
+        {"json", no_argument, 0, O_JSON},         {"speaker", required_argument, 0, O_SPEAKER},
+        {"language", required_argument, 0, O_LANGUAGE}, {"help", no_argument, 0, 'h'},
+        TTS_ENGINE_OPTIONS,                       {0, 0, 0, 0}};
+    tts_engine_opts eo;
+    tts_engine_opts_init(&eo);
+    const char *text = "The quick brown fox jumps over the lazy dog, then naps in the warm sun.";
+    const char *speaker = NULL, *language = NULL;
+    int frames = 100, reps = 3, json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': eo.dir = optarg; break;
+        case O_TEXT: text = optarg; break;
+        case O_FRAMES: frames = atoi(optarg); break;
+        case O_REPS: reps = atoi(optarg); break;
+        case O_JSON: json = 1; break;
+        case O_SPEAKER: speaker = optarg; break;
+        case O_LANGUAGE: language = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: {
+            int r = tts_engine_option(c, optarg, "bench tts", &eo);
+            if (r == 1) break;
+            if (r == 0) usage(stderr);
+            return 2;
+        }
+        }
+    }
+    if (!eo.dir || frames < 1 || frames > 100000 || reps < 1 || reps > 15) {
+        usage(stderr);
+        return 2;
+    }
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (tts_cli_encode(eo.dir, text, &ids, &n_ids)) return 1;
+    tts_engine e;
+    double t0 = cli_now_s();
+    if (tts_engine_open(&e, &eo, (int32_t)n_ids, frames, "bench tts")) {
+        free(ids);
+        return 1;
+    }
+    double load_s = cli_now_s() - t0;
+    const tts_config *cfg = &e.m->cfg;
+    tts_request rq = {ids, n_ids,
+                      speaker ? speaker : (cfg->n_speakers ? cfg->speakers[0].name : NULL),
+                      language ? language : (cfg->n_languages ? cfg->languages[0].name : NULL),
+                      0, 0, 1234, frames, frames};
+    const double frame_ms = 1000.0 * e.dm->cfg.samples_per_frame / e.dm->cfg.sample_rate;
+    trace *t = calloc(1, sizeof *t);
+    double res[15][M_COUNT];
+    tts_synth_stats st = {0};
+    int rc = 1;
+    if (!t) goto done;
+    for (int r = 0; r < reps; r++) {
+        t->n = 0;
+        if (tts_synthesize(e.gen, e.dec, &rq, &eo.schedule, on_pcm, t, &st)) {
+            fprintf(stderr, "ember bench tts: %s\n", ember_last_error());
+            goto done;
+        }
+        measure(t, &st, frame_ms, res[r]);
+    }
+    /* medians per metric */
+    double col[15], med[M_COUNT];
+    for (int k = 0; k < M_COUNT; k++) {
+        for (int r = 0; r < reps; r++) col[r] = res[r][k];
+        med[k] = cli_median(col, reps);
+    }
+    const char *const type_names[] = {"as stored", "f32", "f16", "bf16", "q8_0", "q4_0"};
+    if (json)
+        printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"decoder_dtype\": \"%s\", "
+               "\"generator_threads\": %d, \"decoder_threads\": %d, \"frames\": %d, \"reps\": %d, "
+               "\"chunks\": %d, \"load_s\": %.3f, \"prefill_ms\": %.1f, \"ttfa_ms\": %.1f, "
+               "\"playback_start_ms\": %.1f, \"rtf\": %.4f, \"talker_ms_per_frame\": %.2f, "
+               "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
+               "\"chunk_gap_ms\": {\"p50\": %.1f, \"p95\": %.1f, \"max\": %.1f}, "
+               "\"peak_rss_bytes\": %zu}\n",
+               eo.dir, e.m->kernels->name, type_names[eo.dtype], type_names[eo.decoder_dtype],
+               e.gen_threads, e.dec_threads, frames, reps, t->n, load_s, st.prefill_ms, med[0],
+               med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
+               t->peak.anon + t->peak.file);
+    else
+        printf("first audio %.1f ms, playback can start at %.1f ms, RTF %.3f; per frame: talker "
+               "%.2f ms, predictor %.2f ms, decoder %.2f ms; chunk gaps p50 %.1f p95 %.1f max "
+               "%.1f ms; peak RSS %.1f MB\n",
+               med[0], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
+               (double)(t->peak.anon + t->peak.file) / 1e6);
+    rc = 0;
+done:
+    free(t);
+    tts_engine_close(&e);
+    free(ids);
+    return rc;
+}

@@ -1,0 +1,169 @@
+/* `ember tts`: text -> 24 kHz speech. The talker and code predictor make
+ * codec frames while the decoder thread turns them into audio chunk by
+ * chunk: written to a WAV file, or with --stream to stdout as raw s16le PCM
+ * the moment each chunk is decoded (pipe it into `play -t raw -r 24000 -e
+ * signed -b 16 -c 1 -` or `aplay -f S16_LE -r 24000`). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "io/wav.h"
+#include "tts_cli.h"
+#include "tts_engine.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ember tts -m DIR --text TEXT (-o OUT.wav | --stream) [--speaker S]\n"
+            "                 [--language L|auto] [--max-frames N] [--seed S] [--greedy]\n"
+            "                 [--streaming-text] [--json] [engine options]\n"
+            "  DIR is a Qwen3-TTS directory (config.json, model.safetensors, vocab.json,\n"
+            "  merges.txt, speech_tokenizer/). --stream writes raw s16le mono 24 kHz PCM to\n"
+            "  stdout as it is produced. A summary goes to stderr (JSON with --json).\n"
+            "engine options:\n%s",
+            tts_engine_usage);
+}
+
+typedef struct sink {
+    wav_writer *wav;
+    FILE *raw;
+    int failed;
+    char error[300];
+} sink;
+
+static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *info)
+{
+    sink *k = user;
+    (void)info;
+    if (k->wav) {
+        if (wav_append(k->wav, pcm, n)) {
+            snprintf(k->error, sizeof k->error, "%s", ember_last_error());
+            k->failed = 1;
+        }
+        return k->failed;
+    }
+    int16_t buf[2048];
+    for (size_t off = 0; off < n && !k->failed;) {
+        size_t c = n - off < 2048 ? n - off : 2048;
+        wav_f32_to_s16(pcm + off, buf, c);
+        if (fwrite(buf, sizeof *buf, c, k->raw) != c) {
+            snprintf(k->error, sizeof k->error, "stdout: %s", strerror(errno));
+            k->failed = 1;
+        }
+        off += c;
+    }
+    if (!k->failed && fflush(k->raw)) {
+        snprintf(k->error, sizeof k->error, "stdout: %s", strerror(errno));
+        k->failed = 1;
+    }
+    return k->failed;
+}
+
+int cmd_tts(int argc, char **argv)
+{
+    enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},      {"text", required_argument, 0, O_TEXT},
+        {"out", required_argument, 0, 'o'},        {"speaker", required_argument, 0, O_SPEAKER},
+        {"language", required_argument, 0, O_LANGUAGE}, {"max-frames", required_argument, 0, O_MAX},
+        {"seed", required_argument, 0, O_SEED},    {"greedy", no_argument, 0, O_GREEDY},
+        {"stream", no_argument, 0, O_STREAM},      {"streaming-text", no_argument, 0, O_STEXT},
+        {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
+        TTS_ENGINE_OPTIONS,                        {0, 0, 0, 0}};
+    tts_engine_opts eo;
+    tts_engine_opts_init(&eo);
+    tts_request rq;
+    memset(&rq, 0, sizeof rq);
+    const char *text = NULL, *out_path = NULL;
+    int stream = 0, json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:o:h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'm': eo.dir = optarg; break;
+        case O_TEXT: text = optarg; break;
+        case 'o': out_path = optarg; break;
+        case O_SPEAKER: rq.speaker = optarg; break;
+        case O_LANGUAGE: rq.language = optarg; break;
+        case O_MAX:
+            rq.max_frames = (int32_t)strtol(optarg, &end, 10);
+            if (*end || rq.max_frames < 1) {
+                fprintf(stderr, "ember tts: --max-frames must be a positive integer\n");
+                return 2;
+            }
+            break;
+        case O_SEED: rq.seed = strtoull(optarg, NULL, 10); break;
+        case O_GREEDY: rq.greedy = 1; break;
+        case O_STREAM: stream = 1; break;
+        case O_STEXT: rq.streaming = 1; break;
+        case O_JSON: json = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: {
+            int r = tts_engine_option(c, optarg, "tts", &eo);
+            if (r == 1) break;
+            if (r == 0) usage(stderr);
+            return 2;
+        }
+        }
+    }
+    if (!eo.dir || !text || (!out_path && !stream) || (out_path && stream)) {
+        usage(stderr);
+        return 2;
+    }
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (tts_cli_encode(eo.dir, text, &ids, &n_ids)) return 1;
+    rq.text_ids = ids;
+    rq.n_text_ids = n_ids;
+    tts_engine e;
+    int32_t max_frames = rq.max_frames ? rq.max_frames : 4096;
+    if (tts_engine_open(&e, &eo, (int32_t)n_ids, max_frames, "tts")) {
+        free(ids);
+        return 1;
+    }
+    if (!rq.max_frames) rq.max_frames = max_frames;
+    wav_writer wav;
+    sink k = {NULL, stdout, 0, ""};
+    int rc = 1;
+    if (out_path) {
+        if (wav_open(&wav, out_path, (uint32_t)e.dm->cfg.sample_rate)) {
+            fprintf(stderr, "ember tts: %s\n", ember_last_error());
+            goto done;
+        }
+        k.wav = &wav;
+    } else {
+        signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error, reported below */
+    }
+    tts_synth_stats st;
+    ember_status s = tts_synthesize(e.gen, e.dec, &rq, &eo.schedule, on_pcm, &k, &st);
+    if (s || k.failed) {
+        fprintf(stderr, "ember tts: %s\n", k.failed ? k.error : ember_last_error());
+        if (k.wav) wav_abort(k.wav);
+        goto done;
+    }
+    if (k.wav && wav_close(k.wav)) {
+        fprintf(stderr, "ember tts: %s\n", ember_last_error());
+        goto done;
+    }
+    const double audio_ms = st.frames * 1000.0 * e.dm->cfg.samples_per_frame / e.dm->cfg.sample_rate;
+    fprintf(stderr,
+            json ? "{\"frames\": %d, \"chunks\": %d, \"audio_ms\": %.1f, \"wall_ms\": %.1f, "
+                   "\"first_audio_ms\": %.1f, \"prefill_ms\": %.1f, \"talker_ms_per_frame\": %.2f, "
+                   "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
+                   "\"generator_threads\": %d, \"decoder_threads\": %d}\n"
+                 : "ember tts: %d frames in %d chunks, %.1f ms of audio in %.1f ms; first audio "
+                   "after %.1f ms (prefill %.1f ms); per frame: talker %.2f ms, predictor %.2f ms, "
+                   "decoder %.2f ms; threads %d + %d\n",
+            st.frames, st.chunks, audio_ms, st.total_ms, st.first_audio_ms, st.prefill_ms,
+            st.frames ? st.talker_ms / st.frames : 0.0, st.frames ? st.predictor_ms / st.frames : 0.0,
+            st.frames ? st.decoder_ms / st.frames : 0.0, e.gen_threads, e.dec_threads);
+    rc = 0;
+done:
+    tts_engine_close(&e);
+    free(ids);
+    return rc;
+}

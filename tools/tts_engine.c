@@ -1,0 +1,104 @@
+#include "tts_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/pool.h"
+
+const char tts_engine_usage[] =
+    "  --dtype f32|bf16|q8_0          talker and predictor weights (default: as stored)\n"
+    "  --decoder-dtype f32|bf16       speech decoder arithmetic (default f32)\n"
+    "  --threads N                    generator threads (default: half the CPUs, at least 1)\n"
+    "  --decoder-threads N            decoder threads (default: the other half, at least 1)\n"
+    "  --chunks 2,4,8,16,25           frames per decoded chunk; the last size repeats\n"
+    "  --kernels NAME                 scalar|generic|avx2|avx512|neon (default: the best)\n";
+
+void tts_engine_opts_init(tts_engine_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->dtype = EMBER_TYPE_NONE;
+    o->decoder_dtype = EMBER_TYPE_F32;
+}
+
+static int parse_type(const char *arg, ember_type *out)
+{
+    static const struct { const char *name; ember_type t; } types[] = {
+        {"f32", EMBER_TYPE_F32}, {"f16", EMBER_TYPE_F16}, {"bf16", EMBER_TYPE_BF16},
+        {"q8_0", EMBER_TYPE_Q8_0}, {"q4_0", EMBER_TYPE_Q4_0}};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (!strcmp(arg, types[i].name)) {
+            *out = types[i].t;
+            return 0;
+        }
+    return -1;
+}
+
+int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *o)
+{
+    int bad = 0;
+    char *end = NULL;
+    switch (c) {
+    case TTS_OPT_DTYPE: bad = parse_type(arg, &o->dtype); break;
+    case TTS_OPT_DECODER_DTYPE:
+        bad = parse_type(arg, &o->decoder_dtype) ||
+              (o->decoder_dtype != EMBER_TYPE_F32 && o->decoder_dtype != EMBER_TYPE_BF16);
+        break;
+    case TTS_OPT_THREADS:
+        o->gen_threads = (int)strtol(arg, &end, 10);
+        bad = *end || o->gen_threads < 1 || o->gen_threads > 1024;
+        break;
+    case TTS_OPT_DECODER_THREADS:
+        o->dec_threads = (int)strtol(arg, &end, 10);
+        bad = *end || o->dec_threads < 1 || o->dec_threads > 1024;
+        break;
+    case TTS_OPT_KERNELS: o->kernels = arg; break;
+    case TTS_OPT_CHUNKS:
+        if (tts_schedule_parse(arg, &o->schedule)) {
+            fprintf(stderr, "ember %s: %s\n", cmd, ember_last_error());
+            return -1;
+        }
+        break;
+    default: return 0;
+    }
+    if (bad) {
+        fprintf(stderr, "ember %s: bad value '%s'\n", cmd, arg);
+        return -1;
+    }
+    return 1;
+}
+
+int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
+                    int32_t max_frames, const char *cmd)
+{
+    memset(e, 0, sizeof *e);
+    /* The generator streams weights (memory-bound), the decoder multiplies
+     * (compute-bound): each gets its own cores so neither preempts the
+     * other; on one CPU they share it. */
+    int cpus = pool_cpu_count();
+    e->gen_threads = o->gen_threads ? o->gen_threads : (cpus + 1) / 2;
+    e->dec_threads = o->dec_threads ? o->dec_threads : (cpus - e->gen_threads > 0 ? cpus - e->gen_threads : 1);
+    tts_model_params mp = {o->dtype, o->kernels};
+    c2w_model_params dp = {o->decoder_dtype, o->kernels};
+    tts_session_params sp = tts_session_default_params();
+    sp.n_threads = e->gen_threads;
+    sp.max_context = max_prompt + max_frames + 16;
+    c2w_stream_params cp = c2w_stream_default_params();
+    cp.n_threads = e->dec_threads;
+    if (tts_model_load(o->dir, &mp, &e->m) || c2w_model_load(o->dir, &dp, &e->dm) ||
+        tts_session_create(e->m, &sp, &e->gen) || c2w_stream_create(e->dm, &cp, &e->dec)) {
+        fprintf(stderr, "ember %s: %s\n", cmd, ember_last_error());
+        tts_engine_close(e);
+        return -1;
+    }
+    return 0;
+}
+
+void tts_engine_close(tts_engine *e)
+{
+    c2w_stream_free(e->dec);
+    tts_session_free(e->gen);
+    c2w_model_free(e->dm);
+    tts_model_free(e->m);
+    memset(e, 0, sizeof *e);
+}

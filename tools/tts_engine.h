@@ -1,0 +1,55 @@
+/* What `ember tts` and `ember bench tts` share: the talker/predictor model
+ * and the speech decoder from one Qwen3-TTS directory, a generation session
+ * and a decoder stream with the cores split between them, and the options
+ * that choose all of that. */
+#ifndef EMBER_TOOLS_TTS_ENGINE_H
+#define EMBER_TOOLS_TTS_ENGINE_H
+
+#include <getopt.h>
+
+#include "tts/tts_pipeline.h"
+
+typedef struct tts_engine_opts {
+    const char *dir;
+    ember_type dtype;         /* talker and predictor (--dtype) */
+    ember_type decoder_dtype; /* --decoder-dtype f32|bf16 */
+    const char *kernels;
+    int gen_threads, dec_threads; /* 0: split the online CPUs */
+    tts_schedule schedule;    /* --chunks */
+} tts_engine_opts;
+
+typedef struct tts_engine {
+    tts_model *m;
+    c2w_model *dm;
+    tts_session *gen;
+    c2w_stream *dec;
+    int gen_threads, dec_threads;
+} tts_engine;
+
+enum {
+    TTS_OPT_DECODER_DTYPE = 1200,
+    TTS_OPT_DECODER_THREADS,
+    TTS_OPT_CHUNKS,
+    TTS_OPT_DTYPE,
+    TTS_OPT_THREADS,
+    TTS_OPT_KERNELS
+};
+#define TTS_ENGINE_OPTIONS                                                                  \
+    {"dtype", required_argument, 0, TTS_OPT_DTYPE},                                        \
+        {"threads", required_argument, 0, TTS_OPT_THREADS},                                \
+        {"kernels", required_argument, 0, TTS_OPT_KERNELS},                                \
+        {"decoder-dtype", required_argument, 0, TTS_OPT_DECODER_DTYPE},                    \
+        {"decoder-threads", required_argument, 0, TTS_OPT_DECODER_THREADS},                \
+        {"chunks", required_argument, 0, TTS_OPT_CHUNKS}
+extern const char tts_engine_usage[];
+
+void tts_engine_opts_init(tts_engine_opts *o);
+/* 1: handled, 0: not an engine option, -1: bad value (message printed). */
+int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *o);
+/* Loads and creates everything, sized for max_frames after a prompt of up
+ * to max_prompt ids. Returns 0, or -1 with a message printed. */
+int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
+                    int32_t max_frames, const char *cmd);
+void tts_engine_close(tts_engine *e);
+
+#endif
