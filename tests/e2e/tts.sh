@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# `ember tts`, text to speech while it is generated, on the tiny checkpoint:
+#   - a valid WAV (read back by sox) with 1920 samples per frame;
+#   - the audio equals decoding, in one shot, the frames `ember tts-codes`
+#     makes for the same request and seed (byte for byte), whatever the
+#     chunk schedule: the pipeline changes when samples arrive, not what
+#     they are;
+#   - --stream writes the same samples as raw s16le on stdout;
+#   - a reader that goes away cancels the request cleanly; bad options fail
+#     with a message and leave no file.
+source "$(dirname "$0")/lib.sh"
+
+MODEL=models/tts-tiny
+if [ ! -f "$MODEL/speech_tokenizer/model.safetensors" ]; then
+  echo "SKIP tts (no tiny speech tokenizer)"
+  exit 0
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+TEXT="Hello from ember, streaming speech on two cores."
+REQ=(-m $MODEL --text "$TEXT" --speaker ryan --language english --seed 9 --max-frames 37)
+
+if out=$($EMBER tts "${REQ[@]}" -o "$TMP/a.wav" 2>&1) && info=$(soxi "$TMP/a.wav" 2>&1) &&
+   grep -q "Sample Rate *: 24000" <<<"$info" && grep -q "Channels *: 1" <<<"$info" &&
+   grep -q "Precision *: 16-bit" <<<"$info"; then
+  samples=$(sed -n 's/.*= \([0-9]*\) samples.*/\1/p' <<<"$info")
+  if [ $((samples % 1920)) -eq 0 ] && [ "$samples" -gt 0 ]; then
+    pass "tts_wav_valid ($samples samples, $((samples / 1920)) frames)"
+  else fail tts_wav_valid "samples $samples not a multiple of 1920"; fi
+else fail tts_wav_valid "$out" "$info"; fi
+
+# The same request's frames, decoded in one shot.
+if $EMBER tts-codes "${REQ[@]}" --json >"$TMP/codes.json" 2>"$TMP/err" &&
+   $EMBER decode-codes -m $MODEL --codes "$TMP/codes.json" -o "$TMP/b.wav" >/dev/null 2>&1 &&
+   cmp -s "$TMP/a.wav" "$TMP/b.wav"; then pass tts_equals_codes_then_decode
+else fail tts_equals_codes_then_decode "$(cat "$TMP/err")"; fi
+
+for chunks in 1 3,1,2 25; do
+  if $EMBER tts "${REQ[@]}" --chunks $chunks -o "$TMP/c.wav" >/dev/null 2>&1 &&
+     cmp -s "$TMP/a.wav" "$TMP/c.wav"; then pass "tts_schedule_${chunks//,/_}_same_audio"
+  else fail "tts_schedule_${chunks//,/_}_same_audio"; fi
+done
+
+# Raw PCM on stdout: the WAV's data bytes (after its 44-byte header).
+if $EMBER tts "${REQ[@]}" --stream >"$TMP/raw.pcm" 2>/dev/null &&
+   tail -c +45 "$TMP/a.wav" | cmp -s - "$TMP/raw.pcm"; then pass tts_stream_equals_wav
+else fail tts_stream_equals_wav "$(wc -c <"$TMP/raw.pcm") bytes"; fi
+
+# A reader that closes the pipe early: the command stops with a message, no crash.
+$EMBER tts "${REQ[@]}" --max-frames 200 --chunks 2 --stream 2>"$TMP/pipe_err" | head -c 100 >/dev/null
+rc=${PIPESTATUS[0]}
+if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q "stdout" "$TMP/pipe_err" &&
+   ! grep -qE 'Sanitizer|runtime error' "$TMP/pipe_err"; then pass tts_closed_pipe_cancels
+else fail tts_closed_pipe_cancels "exit $rc: $(cat "$TMP/pipe_err")"; fi
+
+expect_error tts_needs_output "usage: ember tts" $EMBER tts -m $MODEL --text "$TEXT"
+expect_error tts_bad_chunks "chunk schedule" $EMBER tts -m $MODEL --text "$TEXT" --chunks 2,0 -o "$TMP/x.wav"
+expect_error tts_bad_speaker "nobody" $EMBER tts -m $MODEL --text "$TEXT" --speaker nobody -o "$TMP/y.wav"
+[ ! -e "$TMP/x.wav" ] && [ ! -e "$TMP/y.wav" ] && pass tts_errors_leave_no_file ||
+  fail tts_errors_leave_no_file
+exit $e2e_failed
