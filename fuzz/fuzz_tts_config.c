@@ -1,9 +1,11 @@
-/* libFuzzer target: Qwen3-TTS config.json and generation_config.json parsing.
- * Any input gives a config or an error, never a crash, leak or undefined
- * behaviour; the prompt builder runs on what parses. */
+/* libFuzzer target: Qwen3-TTS config.json, generation_config.json and
+ * speech_tokenizer/config.json parsing. Any input gives a config or an
+ * error, never a crash, leak or undefined behaviour; the prompt builder runs
+ * on what parses. */
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tts/code2wav_config.h"
 #include "tts/qwen3_tts_config.h"
 #include "tts/tts_prompt.h"
 
@@ -13,6 +15,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tts_config c;
     tts_gen_config g;
+    c2w_config d;
+    if (c2w_config_parse((const char *)data, size, "fuzz/speech_tokenizer/config.json", &d) ==
+        EMBER_OK) {
+        /* a decoder config that parses has a whole number of samples per
+         * frame and channels that halve evenly */
+        if (d.samples_per_frame < 1 || d.decoder_dim >> d.n_blocks << d.n_blocks != d.decoder_dim ||
+            d.n_quantizers < 2 || d.vq_dim * 2 != d.codebook_dim)
+            __builtin_trap();
+    }
     tts_gen_config_default(&g);
     (void)tts_gen_config_parse((const char *)data, size, "fuzz/generation_config.json", &g);
     if (tts_config_parse((const char *)data, size, "fuzz/config.json", &c) != EMBER_OK) return 0;
