@@ -28,6 +28,7 @@ static void usage(FILE *f)
             "            [--chunks 2,4,8,16,25]   speech, decoded while it is generated\n"
             "  decode-codes -m DIR --codes FRAMES.json [-o OUT.wav] [--chunks 2,4,8]\n"
             "            codec frames -> 24 kHz audio with the speech decoder\n"
+            "  probe     [--json] [--root DIR] [--derive MODEL_DIR]   hardware profile and derived settings\n"
             "run 'ember <command> --help' for the options of one command\n");
 }
 
@@ -89,6 +90,7 @@ static const struct {
     {"tts-codes", cmd_tts_codes},
     {"decode-codes", cmd_decode_codes},
     {"tts", cmd_tts},
+    {"probe", cmd_probe},
 };
 
 int main(int argc, char **argv)
