@@ -147,7 +147,7 @@ int cmd_bench_speech(int argc, char **argv)
     if (!t) goto done;
     for (int r = 0; r < reps; r++) {
         t->n = 0;
-        if (tts_synthesize(e.gen, e.dec, &rq, &eo.schedule, on_pcm, t, &st)) {
+        if (tts_synthesize(e.gen, e.dec, &rq, &eo.pipeline, on_pcm, t, &st)) {
             fprintf(stderr, "ember bench tts: %s\n", ember_last_error());
             goto done;
         }

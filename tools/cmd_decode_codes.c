@@ -17,11 +17,13 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: ember decode-codes -m DIR --codes FILE.json [-o OUT.wav] [--f32 OUT.f32]\n"
                "                          [--chunks 2,4,8] [--dtype f32|bf16] [--threads N]\n"
-               "                          [--kernels NAME] [--frames-per-pass N] [--json]\n"
+               "                          [--kernels NAME] [--frames-per-pass N] [--direct-convs]\n"
+               "                          [--json]\n"
                "  DIR holds speech_tokenizer/ (or is it). FILE.json: a list of frames, each a\n"
                "  list of n_quantizers codes, or an object with such a \"frames\" list.\n"
                "  --chunks pushes the frames in chunks of these sizes (the last repeats),\n"
-               "  as a streaming caller would; the output must not depend on it.\n");
+               "  as a streaming caller would; the output must not depend on it.\n"
+               "  --direct-convs: no Winograd for the residual convs (slower, for comparison).\n");
 }
 
 /* Frames from the JSON file into a frame-major array. */
@@ -85,16 +87,17 @@ static int write_f32(const char *path, const float *x, size_t n)
 
 int cmd_decode_codes(int argc, char **argv)
 {
-    enum { O_CODES = 1, O_F32, O_CHUNKS, O_FPP, O_JSON };
+    enum { O_CODES = 1, O_F32, O_CHUNKS, O_FPP, O_JSON, O_DIRECT };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},  {"codes", required_argument, 0, O_CODES},
         {"out", required_argument, 0, 'o'},    {"f32", required_argument, 0, O_F32},
         {"chunks", required_argument, 0, O_CHUNKS}, {"frames-per-pass", required_argument, 0, O_FPP},
-        {"json", no_argument, 0, O_JSON},      {"help", no_argument, 0, 'h'},
+        {"json", no_argument, 0, O_JSON},      {"direct-convs", no_argument, 0, O_DIRECT},
+        {"help", no_argument, 0, 'h'},
         CLI_COMMON_OPTIONS,                    {0, 0, 0, 0}};
     const char *dir = NULL, *codes_path = NULL, *wav_path = NULL, *f32_path = NULL;
     const char *chunks_text = NULL;
-    int json = 0, c, fpp = 0;
+    int json = 0, c, fpp = 0, direct = 0;
     ember_model_params mp = ember_model_default_params();
     ember_session_params esp = ember_session_default_params();
     esp.n_threads = 0;
@@ -108,6 +111,7 @@ int cmd_decode_codes(int argc, char **argv)
         case O_CHUNKS: chunks_text = optarg; break;
         case O_FPP: fpp = atoi(optarg); break;
         case O_JSON: json = 1; break;
+        case O_DIRECT: direct = 1; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = cli_common_option(c, optarg, "decode-codes", &mp, &esp);
@@ -131,7 +135,7 @@ int cmd_decode_codes(int argc, char **argv)
             return 2;
         }
 
-    c2w_model_params p = {mp.weight_type, mp.kernels};
+    c2w_model_params p = {mp.weight_type, mp.kernels, !direct};
     c2w_model *m = NULL;
     c2w_stream *s = NULL;
     int32_t *codes = NULL, n_frames = 0;

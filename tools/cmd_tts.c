@@ -139,7 +139,7 @@ int cmd_tts(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error, reported below */
     }
     tts_synth_stats st;
-    ember_status s = tts_synthesize(e.gen, e.dec, &rq, &eo.schedule, on_pcm, &k, &st);
+    ember_status s = tts_synthesize(e.gen, e.dec, &rq, &eo.pipeline, on_pcm, &k, &st);
     if (s || k.failed) {
         fprintf(stderr, "ember tts: %s\n", k.failed ? k.error : ember_last_error());
         if (k.wav) wav_abort(k.wav);

@@ -9,9 +9,12 @@
 const char tts_engine_usage[] =
     "  --dtype f32|bf16|q8_0          talker and predictor weights (default: as stored)\n"
     "  --decoder-dtype f32|bf16       speech decoder arithmetic (default f32)\n"
-    "  --threads N                    generator threads (default: half the CPUs, at least 1)\n"
-    "  --decoder-threads N            decoder threads (default: the other half, at least 1)\n"
+    "  --threads N                    generator threads (default: one per CPU)\n"
+    "  --decoder-threads N            decoder threads while the generator runs (default: half\n"
+    "                                 the CPUs); the generator takes the rest meanwhile\n"
     "  --chunks 2,4,8,16,25           frames per decoded chunk; the last size repeats\n"
+    "  --alone-chunks N               the first N chunks (-1: all) decode on every core while\n"
+    "                                 the generator waits; later ones beside it (default 1)\n"
     "  --kernels NAME                 scalar|generic|avx2|avx512|neon (default: the best)\n";
 
 void tts_engine_opts_init(tts_engine_opts *o)
@@ -19,6 +22,7 @@ void tts_engine_opts_init(tts_engine_opts *o)
     memset(o, 0, sizeof *o);
     o->dtype = EMBER_TYPE_NONE;
     o->decoder_dtype = EMBER_TYPE_F32;
+    o->pipeline = tts_pipeline_default_params();
 }
 
 static int parse_type(const char *arg, ember_type *out)
@@ -49,12 +53,16 @@ int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *
         bad = *end || o->gen_threads < 1 || o->gen_threads > 1024;
         break;
     case TTS_OPT_DECODER_THREADS:
-        o->dec_threads = (int)strtol(arg, &end, 10);
-        bad = *end || o->dec_threads < 1 || o->dec_threads > 1024;
+        o->pipeline.decoder_threads = (int32_t)strtol(arg, &end, 10);
+        bad = *end || o->pipeline.decoder_threads < 1 || o->pipeline.decoder_threads > 1024;
+        break;
+    case TTS_OPT_ALONE_CHUNKS:
+        o->pipeline.alone_chunks = (int32_t)strtol(arg, &end, 10);
+        bad = *end || o->pipeline.alone_chunks < -1;
         break;
     case TTS_OPT_KERNELS: o->kernels = arg; break;
     case TTS_OPT_CHUNKS:
-        if (tts_schedule_parse(arg, &o->schedule)) {
+        if (tts_schedule_parse(arg, &o->pipeline.schedule)) {
             fprintf(stderr, "ember %s: %s\n", cmd, ember_last_error());
             return -1;
         }
@@ -72,14 +80,13 @@ int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
                     int32_t max_frames, const char *cmd)
 {
     memset(e, 0, sizeof *e);
-    /* The generator streams weights (memory-bound), the decoder multiplies
-     * (compute-bound): each gets its own cores so neither preempts the
-     * other; on one CPU they share it. */
+    /* Both pools can span the machine; the pipeline decides how many of
+     * their threads run at each moment (tts_pipeline.h). */
     int cpus = pool_cpu_count();
-    e->gen_threads = o->gen_threads ? o->gen_threads : (cpus + 1) / 2;
-    e->dec_threads = o->dec_threads ? o->dec_threads : (cpus - e->gen_threads > 0 ? cpus - e->gen_threads : 1);
+    e->gen_threads = o->gen_threads ? o->gen_threads : cpus;
+    e->dec_threads = o->pipeline.decoder_threads > cpus ? o->pipeline.decoder_threads : cpus;
     tts_model_params mp = {o->dtype, o->kernels};
-    c2w_model_params dp = {o->decoder_dtype, o->kernels};
+    c2w_model_params dp = {o->decoder_dtype, o->kernels, 1};
     tts_session_params sp = tts_session_default_params();
     sp.n_threads = e->gen_threads;
     sp.max_context = max_prompt + max_frames + 16;

@@ -14,8 +14,8 @@ typedef struct tts_engine_opts {
     ember_type dtype;         /* talker and predictor (--dtype) */
     ember_type decoder_dtype; /* --decoder-dtype f32|bf16 */
     const char *kernels;
-    int gen_threads, dec_threads; /* 0: split the online CPUs */
-    tts_schedule schedule;    /* --chunks */
+    int gen_threads;          /* generator pool; 0: every CPU */
+    tts_pipeline_params pipeline; /* --chunks, --decoder-threads, --alone-chunks */
 } tts_engine_opts;
 
 typedef struct tts_engine {
@@ -32,7 +32,8 @@ enum {
     TTS_OPT_CHUNKS,
     TTS_OPT_DTYPE,
     TTS_OPT_THREADS,
-    TTS_OPT_KERNELS
+    TTS_OPT_KERNELS,
+    TTS_OPT_ALONE_CHUNKS
 };
 #define TTS_ENGINE_OPTIONS                                                                  \
     {"dtype", required_argument, 0, TTS_OPT_DTYPE},                                        \
@@ -40,7 +41,8 @@ enum {
         {"kernels", required_argument, 0, TTS_OPT_KERNELS},                                \
         {"decoder-dtype", required_argument, 0, TTS_OPT_DECODER_DTYPE},                    \
         {"decoder-threads", required_argument, 0, TTS_OPT_DECODER_THREADS},                \
-        {"chunks", required_argument, 0, TTS_OPT_CHUNKS}
+        {"chunks", required_argument, 0, TTS_OPT_CHUNKS},                                  \
+        {"alone-chunks", required_argument, 0, TTS_OPT_ALONE_CHUNKS}
 extern const char tts_engine_usage[];
 
 void tts_engine_opts_init(tts_engine_opts *o);

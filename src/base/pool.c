@@ -31,6 +31,7 @@ struct ember_pool {
     atomic_uint_fast64_t claim;
     atomic_int parts_done;
     atomic_bool stop;
+    atomic_int active; /* workers [0, active) take parts; the rest sit the runs out */
     _Atomic(pool_task) fn;
     _Atomic(void *) ctx;
     uint32_t run; /* written by the caller only */
@@ -53,6 +54,7 @@ static inline void cpu_relax(void)
 /* Claims and runs parts of run `run` until none is left. */
 static void work(ember_pool *pool, uint32_t run, int worker)
 {
+    if (worker >= atomic_load_explicit(&pool->active, memory_order_relaxed)) return;
     uint_fast64_t c = atomic_load_explicit(&pool->claim, memory_order_acquire);
     for (;;) {
         const int next = (int)((c >> 16) & MAX_PARTS), n_parts = (int)(c & MAX_PARTS);
@@ -106,6 +108,7 @@ ember_status pool_create(int n_threads, ember_pool **out)
     ember_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return ember_fail(EMBER_ERR_NO_MEMORY, "thread pool: out of memory");
     pool->n = n_threads;
+    atomic_init(&pool->active, n_threads);
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
@@ -147,10 +150,22 @@ void pool_free(ember_pool *pool)
 
 int pool_size(const ember_pool *pool) { return pool ? pool->n : 1; }
 
+void pool_set_active(ember_pool *pool, int n)
+{
+    if (!pool) return;
+    atomic_store_explicit(&pool->active, n < 1 ? 1 : n > pool->n ? pool->n : n,
+                          memory_order_relaxed);
+}
+
+int pool_active(const ember_pool *pool)
+{
+    return pool ? atomic_load_explicit(&pool->active, memory_order_relaxed) : 1;
+}
+
 void pool_run(ember_pool *pool, pool_task fn, void *ctx, int n_parts)
 {
     if (n_parts < 1) return;
-    if (!pool || pool->n == 1 || n_parts > MAX_PARTS) {
+    if (!pool || pool->n == 1 || n_parts > MAX_PARTS || pool_active(pool) == 1) {
         for (int i = 0; i < n_parts; i++) fn(ctx, i, n_parts, 0);
         return;
     }

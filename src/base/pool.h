@@ -25,6 +25,13 @@ int pool_size(const ember_pool *pool);
  * runs every part on the caller. */
 void pool_run(ember_pool *pool, pool_task fn, void *ctx, int n_parts);
 
+/* How many of the pool's threads (the caller included) take part in the
+ * next runs, 1..pool_size; the others sleep. Another thread may call it at
+ * any time (a run in progress finishes with the workers it has): two pools
+ * sharing a few cores trade them this way instead of oversubscribing. */
+void pool_set_active(ember_pool *pool, int n);
+int pool_active(const ember_pool *pool);
+
 /* Splits [0, n) into n_parts contiguous ranges whose starts are multiples
  * of `align`; part p gets [*begin, *end) (possibly empty). */
 void pool_split(int64_t n, int64_t align, int part, int n_parts, int64_t *begin, int64_t *end);

@@ -66,6 +66,7 @@ struct c2w_stream {
     stage stages[2 + C2W_MAX_UPSAMPLE + C2W_MAX_BLOCKS];
     int32_t n_stages;
     uint16_t *bf16; /* conv inputs rounded to bf16 */
+    float *wino;    /* Winograd scratch */
     size_t bf16_cap;
     float *front_a, *front_b, *front_h; /* front scratch */
     float *pcm_cursor;
@@ -217,7 +218,13 @@ static void run_block(c2w_stream *s, stage *st, const float *in, int64_t n)
         float *r = hist_row0(h), *t1 = st->tmp[0], *t2 = st->tmp[1];
         memcpy(r, x, sizeof(float) * (size_t)rows * b->cout);
         snake(s, &ru->act1, r, rows, b->cout);
-        apply_conv(s, &ru->conv1, r, rows, t1, b->cout);
+        int64_t done = 0;
+        if (ru->conv1_fast.n)
+            done = ek_winograd_run(&s->exec, &ru->conv1_fast, ru->conv1.bias, r, rows,
+                                   ru->conv1.dilation, t1, b->cout, s->wino);
+        if (done < rows)
+            apply_conv(s, &ru->conv1, r + done * b->cout, rows - done, t1 + done * b->cout,
+                       b->cout);
         hist_advance(h, rows);
         snake(s, &ru->act2, t1, rows, b->cout);
         apply_conv(s, &ru->conv2, t1, rows, t2, b->cout);
@@ -369,6 +376,14 @@ static ember_status build(c2w_stream *s, const c2w_stream_params *p)
     s->front_b = alloc_floats(s, (size_t)P * c->vq_dim);
     s->front_h = alloc_floats(s, (size_t)P * hid);
     if (m->conv_format == EK_CONV_BF16) s->bf16 = (uint16_t *)alloc_floats(s, s->bf16_cap / 2 + 1);
+    size_t wino = 0;
+    for (int32_t b = 0; b < c->n_blocks; b++)
+        for (int32_t u = 0; u < 3; u++)
+            if (m->blocks[b].units[u].conv1_fast.n &&
+                ek_winograd_scratch_floats(&m->blocks[b].units[u].conv1_fast) > wino)
+                wino = ek_winograd_scratch_floats(&m->blocks[b].units[u].conv1_fast);
+    if (wino && !(s->wino = alloc_floats(s, wino)))
+        return ember_fail(EMBER_ERR_NO_MEMORY, "speech decoder: out of memory");
     if (!s->qbuf || !s->front_a || !s->front_b || !s->front_h ||
         (m->conv_format == EK_CONV_BF16 && !s->bf16))
         return ember_fail(EMBER_ERR_NO_MEMORY, "speech decoder: out of memory");
@@ -426,6 +441,10 @@ void c2w_stream_reset(c2w_stream *s)
 int64_t c2w_stream_frames(const c2w_stream *s) { return s->frames; }
 
 const c2w_model *c2w_stream_model(const c2w_stream *s) { return s->m; }
+
+int32_t c2w_stream_threads(const c2w_stream *s) { return pool_size(s->exec.pool); }
+
+void c2w_stream_use_threads(c2w_stream *s, int32_t n) { pool_set_active(s->exec.pool, n); }
 
 ember_status c2w_stream_push(c2w_stream *s, const int32_t *codes, int32_t n_frames, float *pcm)
 {

@@ -275,6 +275,10 @@ static ember_status decoder_block(c2w_loader *ld, int32_t b)
         if ((st = snake(ld, name, blk->cout, &ru->act2))) return st;
         snprintf(name, sizeof name, "%s.%d.conv1.conv", p, u + 2);
         if ((st = conv(ld, name, blk->cout, blk->cout, 7, dilations[u], 1, &ru->conv1))) return st;
+        /* ld->tmp still holds the fp32 weights conv() packed */
+        if (m->winograd && m->conv_format == EK_CONV_F32 &&
+            (st = ek_winograd_pack(&ru->conv1_fast, ld->tmp, blk->cout, blk->cout, 7)))
+            return st;
         snprintf(name, sizeof name, "%s.%d.conv2.conv", p, u + 2);
         if ((st = conv(ld, name, blk->cout, blk->cout, 1, 1, 1, &ru->conv2))) return st;
     }
@@ -367,6 +371,7 @@ ember_status c2w_model_load(const char *dir, const c2w_model_params *p, c2w_mode
     c2w_model *m = calloc(1, sizeof *m);
     if (!m) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
     m->conv_format = wt == EMBER_TYPE_BF16 ? EK_CONV_BF16 : EK_CONV_F32;
+    m->winograd = p ? p->winograd : 1;
     const char *kernels = p ? p->kernels : NULL;
     m->kernels = kernels ? ek_kernels_by_name(kernels) : ek_kernels_best();
     if (!m->kernels) {
@@ -390,6 +395,8 @@ void c2w_model_free(c2w_model *m)
 {
     if (!m) return;
     for (int32_t i = 0; i < m->n_packed; i++) ek_conv_weights_free(m->packed[i]);
+    for (int32_t b = 0; b < C2W_MAX_BLOCKS; b++)
+        for (int32_t u = 0; u < 3; u++) ek_winograd_free(&m->blocks[b].units[u].conv1_fast);
     ck_close(m->ck);
     for (size_t i = 0; i < m->n_converted; i++) free(m->converted[i]);
     free(m->converted);

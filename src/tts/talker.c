@@ -297,6 +297,10 @@ const float *tts_session_predictor_logits(const tts_session *s, int32_t g)
 }
 
 int32_t tts_session_frames(const tts_session *s) { return s ? s->frames : 0; }
+
+int32_t tts_session_threads(const tts_session *s) { return pool_size(s->exec.pool); }
+
+void tts_session_use_threads(tts_session *s, int32_t n) { pool_set_active(s->exec.pool, n); }
 int32_t tts_session_prompt_length(const tts_session *s) { return s ? (int32_t)s->prompt.n_rows : 0; }
 double tts_session_talker_ms(const tts_session *s) { return s ? s->talker_ms : 0.0; }
 double tts_session_predictor_ms(const tts_session *s) { return s ? s->pred_ms : 0.0; }

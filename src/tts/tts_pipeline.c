@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/pool.h"
 #include "base/status.h"
 #include "tts/tts_internal.h"
 
@@ -51,7 +52,12 @@ typedef struct handoff {
     int gen_done, cancelled;
 
     c2w_stream *dec;
+    tts_session *gen;
     const tts_schedule *schedule;
+    int32_t gen_all, gen_busy;   /* generator threads: decoder idle / decoding */
+    int32_t dec_all, dec_busy;   /* decoder threads: alone / beside the generator */
+    int32_t alone_chunks;        /* chunks decoded alone (-1: all) */
+    int hold_gen;                /* the generator waits while set */
     tts_pcm_fn cb;
     void *user;
     float *pcm;      /* the largest chunk's samples */
@@ -80,9 +86,24 @@ static void *decoder_main(void *arg)
         if (stop) break;
         /* at the end, what is left goes out in chunks as large as the buffer */
         int32_t n = done ? (avail < h->flush_cap ? avail : h->flush_cap) : want;
+        const int alone = (h->alone_chunks < 0 || i < h->alone_chunks) && !done;
+        if (alone) {
+            pthread_mutex_lock(&h->mu);
+            h->hold_gen = 1;
+            pthread_mutex_unlock(&h->mu);
+        }
+        c2w_stream_use_threads(h->dec, alone || done ? h->dec_all : h->dec_busy);
+        tts_session_use_threads(h->gen, h->gen_busy);
         double t = tts_now_ms();
         ember_status st = c2w_stream_push(h->dec, h->codes + (size_t)first * h->groups, n, h->pcm);
         double now = tts_now_ms();
+        tts_session_use_threads(h->gen, h->gen_all);
+        if (alone) {
+            pthread_mutex_lock(&h->mu);
+            h->hold_gen = 0;
+            pthread_cond_broadcast(&h->cv);
+            pthread_mutex_unlock(&h->mu);
+        }
         if (st) {
             pthread_mutex_lock(&h->mu);
             h->dec_status = st;
@@ -121,8 +142,9 @@ static ember_status generate(tts_session *gen, const tts_request *rq, handoff *h
         if (!cancelled) {
             memcpy(h->codes + (size_t)h->produced * h->groups, frame, sizeof(int32_t) * h->groups);
             h->produced++;
-            pthread_cond_signal(&h->cv);
+            pthread_cond_broadcast(&h->cv);
         }
+        while (h->hold_gen && !h->cancelled) pthread_cond_wait(&h->cv, &h->mu);
         pthread_mutex_unlock(&h->mu);
         if (cancelled) break;
     }
@@ -130,10 +152,21 @@ static ember_status generate(tts_session *gen, const tts_request *rq, handoff *h
     return st;
 }
 
+tts_pipeline_params tts_pipeline_default_params(void)
+{
+    tts_pipeline_params p;
+    memset(&p, 0, sizeof p);
+    p.alone_chunks = 1;
+    return p;
+}
+
 ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request *rq,
-                            const tts_schedule *schedule, tts_pcm_fn cb, void *user,
+                            const tts_pipeline_params *params, tts_pcm_fn cb, void *user,
                             tts_synth_stats *stats)
 {
+    const tts_pipeline_params defaults = tts_pipeline_default_params();
+    const tts_pipeline_params *p = params ? params : &defaults;
+    const tts_schedule *schedule = &p->schedule;
     if (!gen || !dec || !rq) return ember_fail(EMBER_ERR_INVALID_ARG, "tts_synthesize: NULL argument");
     const tts_model *m = gen->m;
     const c2w_model *dm = c2w_stream_model(dec);
@@ -159,7 +192,16 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
         return ember_fail(EMBER_ERR_NO_MEMORY, "tts: out of memory");
     }
     h.dec = dec;
+    h.gen = gen;
     h.schedule = schedule;
+    const int32_t cpus = pool_cpu_count();
+    h.gen_all = tts_session_threads(gen);
+    h.dec_all = c2w_stream_threads(dec);
+    h.dec_busy = p->decoder_threads ? p->decoder_threads : (cpus / 2 > 0 ? cpus / 2 : 1);
+    if (h.dec_busy > h.dec_all) h.dec_busy = h.dec_all;
+    h.gen_busy = cpus - h.dec_busy > 0 ? cpus - h.dec_busy : 1;
+    if (h.gen_busy > h.gen_all) h.gen_busy = h.gen_all;
+    h.alone_chunks = p->alone_chunks;
     h.cb = cb;
     h.user = user;
     h.t0 = tts_now_ms();
@@ -194,6 +236,8 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
             stats->total_ms = tts_now_ms() - h.t0;
         }
     }
+    tts_session_use_threads(gen, h.gen_all);
+    c2w_stream_use_threads(dec, h.dec_all);
     pthread_cond_destroy(&h.cv);
     pthread_mutex_destroy(&h.mu);
     free(h.codes);

@@ -10,9 +10,12 @@
  * samples, only when they arrive.
  *
  * The two sides share the CPU: the generator reads ~1.7 GB of weights per
- * frame (memory-bound), the decoder does ~5 GFLOP per frame (compute-bound),
- * so on a small machine each gets its own cores (the session's and the
- * stream's thread counts) instead of both taking every core. */
+ * frame (memory-bound), the decoder does ~5 GFLOP per frame (compute-bound).
+ * Rather than both taking every core and fighting, they trade cores: while
+ * the decoder works on a chunk it uses decoder_threads of its pool and the
+ * generator the rest of the machine; while the decoder waits for frames the
+ * generator uses all of its threads. The first chunk can be decoded on all
+ * cores while the generator waits, which brings the first audio forward. */
 #ifndef EMBER_TTS_TTS_PIPELINE_H
 #define EMBER_TTS_TTS_PIPELINE_H
 
@@ -49,6 +52,16 @@ ember_status tts_schedule_parse(const char *text, tts_schedule *out);
 /* Frames in chunk i of the schedule. */
 int32_t tts_schedule_size(const tts_schedule *s, int32_t i);
 
+typedef struct tts_pipeline_params {
+    tts_schedule schedule;
+    int32_t decoder_threads;  /* decoder threads while the generator runs; 0: half the CPUs */
+    /* the first alone_chunks chunks (-1: all) decode on every decoder
+     * thread while the generator pauses; the rest decode beside it */
+    int32_t alone_chunks;
+} tts_pipeline_params;
+
+tts_pipeline_params tts_pipeline_default_params(void);
+
 typedef struct tts_synth_stats {
     int32_t frames, chunks;
     double prefill_ms;   /* the prompt, before the first frame */
@@ -61,7 +74,7 @@ typedef struct tts_synth_stats {
  * decoded and passed to `cb` as soon as it is ready. `dec` is reset first.
  * stats (optional) is filled on success and on cancellation. */
 ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request *rq,
-                            const tts_schedule *schedule, tts_pcm_fn cb, void *user,
+                            const tts_pipeline_params *p, tts_pcm_fn cb, void *user,
                             tts_synth_stats *stats);
 
 #endif

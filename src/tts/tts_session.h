@@ -58,6 +58,11 @@ const float *tts_session_predictor_logits(const tts_session *s, int32_t g);
 int32_t tts_session_frames(const tts_session *s);
 int32_t tts_session_prompt_length(const tts_session *s);
 
+/* The session's threads (its pool's size), and how many of them the next
+ * steps use (1..threads): a pipeline lends cores to its decoder this way. */
+int32_t tts_session_threads(const tts_session *s);
+void tts_session_use_threads(tts_session *s, int32_t n);
+
 /* Milliseconds spent so far in the talker (prefill excluded) and the predictor. */
 double tts_session_talker_ms(const tts_session *s);
 double tts_session_predictor_ms(const tts_session *s);

@@ -8,6 +8,8 @@
 
 #include "check.h"
 #include "kernels/conv.h"
+#include "kernels/conv_winograd.h"
+#include "kernels/exec.h"
 #include "kernels/matmul.h"
 
 static const char *const sets[] = {"scalar", "generic", "avx2", "avx512", "neon"};
@@ -170,10 +172,54 @@ static void snake_matches_definition(void)
     }
 }
 
+/* Winograd F(2, k) against the direct definition in double: the rows it
+ * covers, their count, and the rounding it adds (bounded relative to the sum
+ * of |products|, the scale of fp32 rounding in any dot product). */
+static void winograd_matches_definition(void)
+{
+    static const int shapes[][5] = {/* cout, cin, k, dilation, n */
+                                    {96, 96, 7, 1, 100}, {20, 33, 7, 3, 61}, {17, 16, 7, 9, 40},
+                                    {8, 5, 3, 2, 9}};
+    uint64_t seed = 5;
+    ek_exec ex = {ek_kernels_best(), NULL};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int co = shapes[i][0], ci = shapes[i][1], k = shapes[i][2], d = shapes[i][3];
+        const int n = shapes[i][4], hist = (k - 1) * d;
+        float *w = malloc(sizeof(float) * (size_t)(co * ci * k)), *base;
+        for (int j = 0; j < co * ci * k; j++) w[j] = frand(&seed);
+        float *x = random_input(&seed, hist, n, ci, &base), bias[96];
+        for (int j = 0; j < co; j++) bias[j] = frand(&seed);
+        ek_winograd wg;
+        REQUIRE(ek_winograd_pack(&wg, w, co, ci, k) == EMBER_OK);
+        float *scratch = malloc(sizeof(float) * ek_winograd_scratch_floats(&wg));
+        float *y = calloc((size_t)(n * co), sizeof(float));
+        int64_t rows = ek_winograd_run(&ex, &wg, bias, x, n, d, y, co, scratch);
+        CHECK_MSG(rows == n / (2 * d) * 2 * d, "rows %lld for n %d d %d", (long long)rows, n, d);
+        double worst = 0;
+        for (int t = 0; t < rows; t++)
+            for (int o = 0; o < co; o++) {
+                double want = bias[o], mag = fabs(bias[o]);
+                for (int c = 0; c < ci; c++)
+                    for (int j = 0; j < k; j++) {
+                        double pr = (double)w[(o * ci + c) * k + j] * x[(t - (k - 1 - j) * d) * ci + c];
+                        want += pr;
+                        mag += fabs(pr);
+                    }
+                double err = fabs(y[t * co + o] - want) / mag;
+                if (err > worst) worst = err;
+            }
+        CHECK_MSG(worst < 2e-5, "winograd %dx%dx%d d%d: relative error %g", co, ci, k, d, worst);
+        printf("  winograd k%d d%d %dx%d: worst relative error %.2e\n", k, d, co, ci, worst);
+        ek_winograd_free(&wg);
+        free(w), free(base), free(scratch), free(y);
+    }
+}
+
 int main(void)
 {
     RUN(conv_matches_definition);
     RUN(transposed_conv_matches_definition);
     RUN(snake_matches_definition);
+    RUN(winograd_matches_definition);
     return check_summary();
 }
