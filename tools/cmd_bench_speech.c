@@ -21,7 +21,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ember bench tts -m DIR [--text TEXT] [--frames 100] [--reps 3] [--json]\n"
-            "                       [--speaker S] [--language L] [engine options]\n"
+            "                       [--speaker S] [--language L] [--trace] [engine options]\n"
+            "  --trace prints each chunk's frames, ready time and decode time on stderr\n"
             "engine options:\n%s",
             tts_engine_usage);
 }
@@ -31,6 +32,7 @@ typedef struct trace {
     int32_t frames[MAX_CHUNKS];
     double gaps[MAX_CHUNKS]; /* scratch for the percentiles */
     int32_t n;
+    int verbose;             /* --trace: each chunk's timing on stderr */
     cli_rss peak;
 } trace;
 
@@ -38,6 +40,9 @@ static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *
 {
     trace *t = user;
     (void)pcm, (void)n;
+    if (t->verbose)
+        fprintf(stderr, "chunk %d frames %d..%d ready %.1f decode %.1f\n", info->index,
+                info->first_frame, info->first_frame + info->n_frames, info->ready_ms, info->decode_ms);
     if (t->n < MAX_CHUNKS) {
         t->ready_ms[t->n] = info->ready_ms;
         t->frames[t->n++] = info->n_frames;
@@ -89,18 +94,19 @@ static void measure(trace *t, const tts_synth_stats *st, double frame_ms, double
 
 int cmd_bench_speech(int argc, char **argv)
 {
-    enum { O_TEXT = 1, O_FRAMES, O_REPS, O_JSON, O_SPEAKER, O_LANGUAGE };
+    enum { O_TEXT = 1, O_FRAMES, O_REPS, O_JSON, O_SPEAKER, O_LANGUAGE, O_TRACE };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},     {"text", required_argument, 0, O_TEXT},
         {"frames", required_argument, 0, O_FRAMES}, {"reps", required_argument, 0, O_REPS},
         {"json", no_argument, 0, O_JSON},         {"speaker", required_argument, 0, O_SPEAKER},
-        {"language", required_argument, 0, O_LANGUAGE}, {"help", no_argument, 0, 'h'},
+        {"language", required_argument, 0, O_LANGUAGE}, {"trace", no_argument, 0, O_TRACE},
+        {"help", no_argument, 0, 'h'},
         TTS_ENGINE_OPTIONS,                       {0, 0, 0, 0}};
     tts_engine_opts eo;
     tts_engine_opts_init(&eo);
     const char *text = "The quick brown fox jumps over the lazy dog, then naps in the warm sun.";
     const char *speaker = NULL, *language = NULL;
-    int frames = 100, reps = 3, json = 0, c;
+    int frames = 100, reps = 3, json = 0, trace_chunks = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
         switch (c) {
@@ -111,6 +117,7 @@ int cmd_bench_speech(int argc, char **argv)
         case O_JSON: json = 1; break;
         case O_SPEAKER: speaker = optarg; break;
         case O_LANGUAGE: language = optarg; break;
+        case O_TRACE: trace_chunks = 1; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = tts_engine_option(c, optarg, "bench tts", &eo);
@@ -145,6 +152,7 @@ int cmd_bench_speech(int argc, char **argv)
     tts_synth_stats st = {0};
     int rc = 1;
     if (!t) goto done;
+    t->verbose = trace_chunks;
     for (int r = 0; r < reps; r++) {
         t->n = 0;
         if (tts_synthesize(e.gen, e.dec, &rq, &eo.pipeline, on_pcm, t, &st)) {

@@ -92,47 +92,81 @@ size_t ek_winograd_scratch_floats(const ek_winograd *wg)
     return (size_t)wg->n * EK_WINOGRAD_TILES * ((size_t)wg->cin + (size_t)wg->cout);
 }
 
+/* One batch of T tiles starting at tile q0; the transforms split the tiles
+ * over the pool like the GEMMs split the panels. */
+typedef struct wino_batch {
+    const ek_winograd *wg;
+    const ek_axpy_fn axpy;
+    const float *x, *bias;
+    float *y, *u, *p;
+    int64_t ys, q0;
+    int32_t d, T;
+} wino_batch;
+
+/* input transform: u[i][q] = sum_l V^-1[l][i] x_l */
+static void transform_in(void *ctx, int part, int n_parts, int worker)
+{
+    const wino_batch *b = ctx;
+    const ek_winograd *wg = b->wg;
+    const int32_t cin = wg->cin, d = b->d;
+    int64_t q_lo, q_hi;
+    (void)worker;
+    pool_split(b->T, 1, part, n_parts, &q_lo, &q_hi);
+    for (int64_t q = q_lo; q < q_hi; q++) {
+        const int64_t tile = b->q0 + q, t0 = tile / d * 2 * d + tile % d;
+        for (int i = 0; i < wg->n; i++) memset(b->u + ((size_t)i * b->T + q) * cin, 0, sizeof(float) * cin);
+        for (int l = 0; l < wg->n; l++) {
+            const float *xl = b->x + (t0 - (int64_t)(wg->taps - 1) * d + (int64_t)l * d) * cin;
+            for (int i = 0; i < wg->n; i++)
+                if (wg->in_t[l][i] != 0.0f)
+                    b->axpy(b->u + ((size_t)i * b->T + q) * cin, wg->in_t[l][i], xl, cin);
+        }
+    }
+}
+
+/* output transform: the pair's two rows from the n products, plus the bias */
+static void transform_out(void *ctx, int part, int n_parts, int worker)
+{
+    const wino_batch *b = ctx;
+    const ek_winograd *wg = b->wg;
+    const int32_t cout = wg->cout, d = b->d;
+    int64_t q_lo, q_hi;
+    (void)worker;
+    pool_split(b->T, 1, part, n_parts, &q_lo, &q_hi);
+    for (int64_t q = q_lo; q < q_hi; q++) {
+        const int64_t tile = b->q0 + q, t0 = tile / d * 2 * d + tile % d;
+        float *y0 = b->y + t0 * b->ys, *y1 = b->y + (t0 + d) * b->ys;
+        if (b->bias) {
+            memcpy(y0, b->bias, sizeof(float) * cout);
+            memcpy(y1, b->bias, sizeof(float) * cout);
+        } else {
+            memset(y0, 0, sizeof(float) * cout);
+            memset(y1, 0, sizeof(float) * cout);
+        }
+        for (int i = 0; i < wg->n; i++) {
+            const float *pi = b->p + ((size_t)i * b->T + q) * cout;
+            if (wg->out_t[i][0] != 0.0f) b->axpy(y0, wg->out_t[i][0], pi, cout);
+            if (wg->out_t[i][1] != 0.0f) b->axpy(y1, wg->out_t[i][1], pi, cout);
+        }
+    }
+}
+
 int64_t ek_winograd_run(const ek_exec *ex, const ek_winograd *wg, const float *bias,
                         const float *x, int64_t n, int32_t dilation, float *y, int64_t ys,
                         float *scratch)
 {
-    const int32_t d = dilation, cin = wg->cin, cout = wg->cout, np = wg->n;
+    const int32_t d = dilation, np = wg->n;
     const int64_t tiles = n / (2 * d) * d; /* output pairs (t, t+d) in whole blocks of 2d rows */
-    const ek_axpy_fn axpy = ex->kernels->axpy_f32;
-    float *u = scratch, *p = scratch + (size_t)np * EK_WINOGRAD_TILES * cin;
+    float *u = scratch, *p = scratch + (size_t)np * EK_WINOGRAD_TILES * wg->cin;
+    const int parts = 4 * pool_size(ex->pool);
     for (int64_t q0 = 0; q0 < tiles; q0 += EK_WINOGRAD_TILES) {
         const int32_t T = (int32_t)(tiles - q0 < EK_WINOGRAD_TILES ? tiles - q0 : EK_WINOGRAD_TILES);
-        /* input transform: u[i][q] = sum_l V^-1[l][i] x_l */
-        memset(u, 0, sizeof(float) * (size_t)np * T * cin);
-        for (int32_t q = 0; q < T; q++) {
-            const int64_t tile = q0 + q, t0 = tile / d * 2 * d + tile % d;
-            for (int l = 0; l < np; l++) {
-                const float *xl = x + (t0 - (int64_t)(wg->taps - 1) * d + (int64_t)l * d) * cin;
-                for (int i = 0; i < np; i++)
-                    if (wg->in_t[l][i] != 0.0f)
-                        axpy(u + ((size_t)i * T + q) * cin, wg->in_t[l][i], xl, cin);
-            }
-        }
+        wino_batch b = {wg, ex->kernels->axpy_f32, x, bias, y, u, p, ys, q0, d, T};
+        pool_run(ex->pool, transform_in, &b, parts < T ? parts : T);
         for (int i = 0; i < np; i++)
-            ek_conv_run(ex, p + (size_t)i * T * cout, cout, &wg->w[i], NULL,
-                        u + (size_t)i * T * cin, cin, T, 1);
-        /* output transform: the pair's two rows from the np products */
-        for (int32_t q = 0; q < T; q++) {
-            const int64_t tile = q0 + q, t0 = tile / d * 2 * d + tile % d;
-            float *y0 = y + t0 * ys, *y1 = y + (t0 + d) * ys;
-            if (bias) {
-                memcpy(y0, bias, sizeof(float) * cout);
-                memcpy(y1, bias, sizeof(float) * cout);
-            } else {
-                memset(y0, 0, sizeof(float) * cout);
-                memset(y1, 0, sizeof(float) * cout);
-            }
-            for (int i = 0; i < np; i++) {
-                const float *pi = p + ((size_t)i * T + q) * cout;
-                if (wg->out_t[i][0] != 0.0f) axpy(y0, wg->out_t[i][0], pi, cout);
-                if (wg->out_t[i][1] != 0.0f) axpy(y1, wg->out_t[i][1], pi, cout);
-            }
-        }
+            ek_conv_run(ex, p + (size_t)i * T * wg->cout, wg->cout, &wg->w[i], NULL,
+                        u + (size_t)i * T * wg->cin, wg->cin, T, 1);
+        pool_run(ex->pool, transform_out, &b, parts < T ? parts : T);
     }
     return tiles / d * 2 * d;
 }

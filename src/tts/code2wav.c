@@ -74,11 +74,17 @@ struct c2w_stream {
     int32_t n_allocs;
 };
 
+/* Zeroed by writing, not calloc's lazily mapped pages: the page faults
+ * happen here, at creation, instead of inside the first chunk of the first
+ * request where they would delay the first audio. */
 static float *alloc_floats(c2w_stream *s, size_t n)
 {
     if (s->n_allocs == MAX_ALLOCS) return NULL;
-    float *p = calloc(n ? n : 1, sizeof(float));
-    if (p) s->allocs[s->n_allocs++] = p;
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    if (p) {
+        memset(p, 0, (n ? n : 1) * sizeof(float));
+        s->allocs[s->n_allocs++] = p;
+    }
     return p;
 }
 
@@ -109,9 +115,50 @@ static void apply_conv(c2w_stream *s, const c2w_conv *c, const float *x, int64_t
                 c->dilation);
 }
 
+/* The elementwise steps between convs, split over the pool by rows (on two
+ * cores a serial step would idle the other core for its whole length). */
+enum rows_op { OP_SNAKE, OP_COPY_SNAKE, OP_ADD };
+
+typedef struct rows_task {
+    enum rows_op op;
+    ek_snake_fn snake;
+    const c2w_snake *sn;
+    float *dst;
+    const float *src;
+    int64_t rows;
+    int32_t c;
+} rows_task;
+
+static void run_rows(void *p, int part, int n_parts, int worker)
+{
+    const rows_task *t = p;
+    int64_t r0, r1;
+    (void)worker;
+    pool_split(t->rows, 8, part, n_parts, &r0, &r1);
+    if (r0 >= r1) return;
+    float *d = t->dst + r0 * t->c;
+    const float *x = t->src ? t->src + r0 * t->c : NULL;
+    const size_t n = (size_t)(r1 - r0) * t->c;
+    if (t->op == OP_ADD) {
+        for (size_t i = 0; i < n; i++) d[i] += x[i];
+        return;
+    }
+    if (t->op == OP_COPY_SNAKE) memcpy(d, x, sizeof(float) * n);
+    t->snake(d, r1 - r0, t->c, t->sn->a, t->sn->inv_b);
+}
+
+static void rows_op(c2w_stream *s, enum rows_op op, const c2w_snake *sn, float *dst,
+                    const float *src, int64_t rows, int32_t c)
+{
+    rows_task t = {op, ek_kernels_snake(s->exec.kernels), sn, dst, src, rows, c};
+    int parts = 4 * pool_size(s->exec.pool);
+    if (rows < 64) parts = 1;
+    pool_run(s->exec.pool, run_rows, &t, parts);
+}
+
 static void snake(c2w_stream *s, const c2w_snake *sn, float *x, int64_t rows, int32_t c)
 {
-    ek_kernels_snake(s->exec.kernels)(x, rows, c, sn->a, sn->inv_b);
+    rows_op(s, OP_SNAKE, sn, x, NULL, rows, c);
 }
 
 /* ---- stages ---------------------------------------------------------------- */
@@ -207,8 +254,7 @@ static void run_block(c2w_stream *s, stage *st, const float *in, int64_t n)
     const c2w_block *b = &s->m->blocks[st->index];
     const int64_t rows = n * b->rate;
     float *a = hist_row0(&st->in[0]);
-    memcpy(a, in, sizeof(float) * (size_t)n * b->cin);
-    snake(s, &b->act, a, n, b->cin);
+    rows_op(s, OP_COPY_SNAKE, &b->act, a, in, n, b->cin);
     float *x = st->out;
     apply_conv(s, &b->up, a, n, x, (int64_t)b->rate * b->cout);
     hist_advance(&st->in[0], n);
@@ -216,8 +262,7 @@ static void run_block(c2w_stream *s, stage *st, const float *in, int64_t n)
         const c2w_resunit *ru = &b->units[u];
         hist_buf *h = &st->in[1 + u];
         float *r = hist_row0(h), *t1 = st->tmp[0], *t2 = st->tmp[1];
-        memcpy(r, x, sizeof(float) * (size_t)rows * b->cout);
-        snake(s, &ru->act1, r, rows, b->cout);
+        rows_op(s, OP_COPY_SNAKE, &ru->act1, r, x, rows, b->cout);
         int64_t done = 0;
         if (ru->conv1_fast.n)
             done = ek_winograd_run(&s->exec, &ru->conv1_fast, ru->conv1.bias, r, rows,
@@ -228,7 +273,7 @@ static void run_block(c2w_stream *s, stage *st, const float *in, int64_t n)
         hist_advance(h, rows);
         snake(s, &ru->act2, t1, rows, b->cout);
         apply_conv(s, &ru->conv2, t1, rows, t2, b->cout);
-        for (int64_t i = 0; i < rows * b->cout; i++) x[i] += t2[i];
+        rows_op(s, OP_ADD, NULL, x, t2, rows, b->cout);
     }
 }
 
@@ -237,8 +282,7 @@ static void run_final(c2w_stream *s, stage *st, const float *in, int64_t n)
     const c2w_model *m = s->m;
     const int32_t c = st->in[0].ch;
     float *x = hist_row0(&st->in[0]);
-    memcpy(x, in, sizeof(float) * (size_t)n * c);
-    snake(s, &m->final_act, x, n, c);
+    rows_op(s, OP_COPY_SNAKE, &m->final_act, x, in, n, c);
     apply_conv(s, &m->final_conv, x, n, s->pcm_cursor, 1);
     hist_advance(&st->in[0], n);
     for (int64_t t = 0; t < n; t++) {

@@ -58,6 +58,7 @@ typedef struct handoff {
     int32_t dec_all, dec_busy;   /* decoder threads: alone / beside the generator */
     int32_t alone_chunks;        /* chunks decoded alone (-1: all) */
     int hold_gen;                /* the generator waits while set */
+    int32_t hold_chunk, hold_at; /* the next alone chunk and the frame count that ends it */
     tts_pcm_fn cb;
     void *user;
     float *pcm;      /* the largest chunk's samples */
@@ -86,12 +87,8 @@ static void *decoder_main(void *arg)
         if (stop) break;
         /* at the end, what is left goes out in chunks as large as the buffer */
         int32_t n = done ? (avail < h->flush_cap ? avail : h->flush_cap) : want;
+        /* the generator stopped itself at the end of an alone chunk */
         const int alone = (h->alone_chunks < 0 || i < h->alone_chunks) && !done;
-        if (alone) {
-            pthread_mutex_lock(&h->mu);
-            h->hold_gen = 1;
-            pthread_mutex_unlock(&h->mu);
-        }
         c2w_stream_use_threads(h->dec, alone || done ? h->dec_all : h->dec_busy);
         tts_session_use_threads(h->gen, h->gen_busy);
         double t = tts_now_ms();
@@ -142,6 +139,13 @@ static ember_status generate(tts_session *gen, const tts_request *rq, handoff *h
         if (!cancelled) {
             memcpy(h->codes + (size_t)h->produced * h->groups, frame, sizeof(int32_t) * h->groups);
             h->produced++;
+            /* an alone chunk is complete: wait while it decodes on every core
+             * (set here, before the next frame starts, so the two never overlap) */
+            if ((h->alone_chunks < 0 || h->hold_chunk < h->alone_chunks) &&
+                h->produced == h->hold_at) {
+                h->hold_gen = 1;
+                h->hold_at += tts_schedule_size(h->schedule, ++h->hold_chunk);
+            }
             pthread_cond_broadcast(&h->cv);
         }
         while (h->hold_gen && !h->cancelled) pthread_cond_wait(&h->cv, &h->mu);
@@ -202,6 +206,7 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
     h.gen_busy = cpus - h.dec_busy > 0 ? cpus - h.dec_busy : 1;
     if (h.gen_busy > h.gen_all) h.gen_busy = h.gen_all;
     h.alone_chunks = p->alone_chunks;
+    h.hold_at = tts_schedule_size(schedule, 0);
     h.cb = cb;
     h.user = user;
     h.t0 = tts_now_ms();
