@@ -18,12 +18,15 @@ static void usage(FILE *f)
     fprintf(f, "usage: ember decode-codes -m DIR --codes FILE.json [-o OUT.wav] [--f32 OUT.f32]\n"
                "                          [--chunks 2,4,8] [--dtype f32|bf16] [--threads N]\n"
                "                          [--kernels NAME] [--frames-per-pass N] [--direct-convs]\n"
+               "                          [--window N]\n"
                "                          [--json]\n"
                "  DIR holds speech_tokenizer/ (or is it). FILE.json: a list of frames, each a\n"
                "  list of n_quantizers codes, or an object with such a \"frames\" list.\n"
                "  --chunks pushes the frames in chunks of these sizes (the last repeats),\n"
                "  as a streaming caller would; the output must not depend on it.\n"
-               "  --direct-convs: no Winograd for the residual convs (slower, for comparison).\n");
+               "  --direct-convs: no Winograd for the residual convs (slower, for comparison).\n"
+               "  --window N: decode each chunk afresh after N frames of left context, the\n"
+               "  approximate re-decoding scheme, instead of streaming with state.\n");
 }
 
 /* Frames from the JSON file into a frame-major array. */
@@ -87,17 +90,18 @@ static int write_f32(const char *path, const float *x, size_t n)
 
 int cmd_decode_codes(int argc, char **argv)
 {
-    enum { O_CODES = 1, O_F32, O_CHUNKS, O_FPP, O_JSON, O_DIRECT };
+    enum { O_CODES = 1, O_F32, O_CHUNKS, O_FPP, O_JSON, O_DIRECT, O_WINDOW };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},  {"codes", required_argument, 0, O_CODES},
         {"out", required_argument, 0, 'o'},    {"f32", required_argument, 0, O_F32},
         {"chunks", required_argument, 0, O_CHUNKS}, {"frames-per-pass", required_argument, 0, O_FPP},
         {"json", no_argument, 0, O_JSON},      {"direct-convs", no_argument, 0, O_DIRECT},
+        {"window", required_argument, 0, O_WINDOW},
         {"help", no_argument, 0, 'h'},
         CLI_COMMON_OPTIONS,                    {0, 0, 0, 0}};
     const char *dir = NULL, *codes_path = NULL, *wav_path = NULL, *f32_path = NULL;
     const char *chunks_text = NULL;
-    int json = 0, c, fpp = 0, direct = 0;
+    int json = 0, c, fpp = 0, direct = 0, window = -1;
     ember_model_params mp = ember_model_default_params();
     ember_session_params esp = ember_session_default_params();
     esp.n_threads = 0;
@@ -112,6 +116,13 @@ int cmd_decode_codes(int argc, char **argv)
         case O_FPP: fpp = atoi(optarg); break;
         case O_JSON: json = 1; break;
         case O_DIRECT: direct = 1; break;
+        case O_WINDOW:
+            window = atoi(optarg);
+            if (window < 0) {
+                fprintf(stderr, "ember decode-codes: --window must be >= 0\n");
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = cli_common_option(c, optarg, "decode-codes", &mp, &esp);
@@ -162,7 +173,14 @@ int cmd_decode_codes(int argc, char **argv)
     for (int32_t off = 0, i = 0; off < n_frames; i++) {
         int32_t k = n_chunks ? chunks[(size_t)i < n_chunks ? (size_t)i : n_chunks - 1] : n_frames;
         if (k > n_frames - off) k = n_frames - off;
-        if (c2w_stream_push(s, codes + (size_t)off * m->cfg.n_quantizers, k, pcm + off * spf)) {
+        int32_t ctx = window < 0 ? 0 : (off < window ? off : window);
+        ember_status st = window < 0
+                              ? c2w_stream_push(s, codes + (size_t)off * m->cfg.n_quantizers, k,
+                                                pcm + off * spf)
+                              : c2w_stream_push_windowed(
+                                    s, codes + (size_t)(off - ctx) * m->cfg.n_quantizers, ctx, k,
+                                    pcm + off * spf);
+        if (st) {
             fprintf(stderr, "ember decode-codes: %s\n", ember_last_error());
             goto done;
         }

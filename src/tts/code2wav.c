@@ -510,3 +510,22 @@ ember_status c2w_stream_push(c2w_stream *s, const int32_t *codes, int32_t n_fram
     }
     return EMBER_OK;
 }
+
+ember_status c2w_stream_push_windowed(c2w_stream *s, const int32_t *codes, int32_t n_ctx,
+                                      int32_t n_new, float *pcm)
+{
+    if (!s || n_ctx < 0) return ember_fail(EMBER_ERR_INVALID_ARG, "c2w_stream_push_windowed: bad arguments");
+    const int32_t q = s->m->cfg.n_quantizers, spf = s->m->cfg.samples_per_frame;
+    c2w_stream_reset(s);
+    /* the context's samples are computed and dropped, a pass at a time */
+    const int32_t piece = s->frames_per_pass;
+    float *drop = n_ctx ? malloc(sizeof(float) * (size_t)piece * spf) : NULL;
+    if (n_ctx && !drop) return ember_fail(EMBER_ERR_NO_MEMORY, "speech decoder: out of memory");
+    ember_status st = EMBER_OK;
+    for (int32_t off = 0; off < n_ctx && !st; off += piece) {
+        int32_t k = n_ctx - off < piece ? n_ctx - off : piece;
+        st = c2w_stream_push(s, codes + (int64_t)off * q, k, drop);
+    }
+    free(drop);
+    return st ? st : c2w_stream_push(s, codes + (int64_t)n_ctx * q, n_new, pcm);
+}

@@ -130,6 +130,13 @@ const c2w_model *c2w_stream_model(const c2w_stream *s);
 /* The stream's threads, and how many of them the next pushes use. */
 int32_t c2w_stream_threads(const c2w_stream *s);
 void c2w_stream_use_threads(c2w_stream *s, int32_t n);
+/* The approximate alternative, for comparison: decode n_ctx frames of left
+ * context and then the n_new frames of the chunk from a fresh state, keeping
+ * only the chunk's samples (what a server does that re-decodes a window of
+ * N previous frames per chunk instead of keeping state). codes holds the
+ * n_ctx + n_new frames; pcm receives n_new x samples_per_frame. Resets s. */
+ember_status c2w_stream_push_windowed(c2w_stream *s, const int32_t *codes, int32_t n_ctx,
+                                      int32_t n_new, float *pcm);
 /* Frames pushed since the start of the utterance. */
 int64_t c2w_stream_frames(const c2w_stream *s);
 

@@ -63,6 +63,19 @@ print(",".join(map(str, out)))' $seed)
   done
 else fail stream_oneshot "decode of 200 frames failed"; fi
 
+# The windowed alternative (each chunk re-decoded after N frames of left
+# context): with N beyond the tiny decoder's receptive field (2 + 2 x 71
+# frames) it equals the stream; with 25 (what the reference server uses) it
+# does not, and the SNR says by how much.
+if $EMBER decode-codes -m $MODEL --codes "$TMP/codes200.json" --chunks 25 --window 150 \
+     --f32 "$TMP/win150.f32" >/dev/null 2>&1; then
+  snr windowed_beyond_receptive_field_equals_stream "$TMP/win150.f32" "$TMP/one.f32" 90
+else fail windowed_beyond_receptive_field_equals_stream; fi
+if $EMBER decode-codes -m $MODEL --codes "$TMP/codes200.json" --chunks 25 --window 25 \
+     --f32 "$TMP/win25.f32" >/dev/null 2>&1; then
+  snr windowed_25_frames_report "$TMP/win25.f32" "$TMP/one.f32" -999
+else fail windowed_25_frames_report; fi
+
 # A WAV that another program reads back: 24 kHz, mono, 16-bit, 24 x 1920 samples.
 if $EMBER decode-codes -m $MODEL --codes $CODES -o "$TMP/out.wav" >/dev/null 2>&1 &&
    info=$(soxi "$TMP/out.wav" 2>&1) && grep -q "Sample Rate *: 24000" <<<"$info" &&
