@@ -145,7 +145,7 @@ int cmd_bench_speech(int argc, char **argv)
     tts_request rq = {ids, n_ids,
                       speaker ? speaker : (cfg->n_speakers ? cfg->speakers[0].name : NULL),
                       language ? language : (cfg->n_languages ? cfg->languages[0].name : NULL),
-                      0, 0, 1234, frames, frames};
+                      0, 0, 1234, frames, frames, NULL};
     const double frame_ms = 1000.0 * e.dm->cfg.samples_per_frame / e.dm->cfg.sample_rate;
     trace *t = calloc(1, sizeof *t);
     double res[15][M_COUNT];

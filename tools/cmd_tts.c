@@ -20,10 +20,13 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ember tts -m DIR --text TEXT (-o OUT.wav | --stream) [--speaker S]\n"
             "                 [--language L|auto] [--max-frames N] [--seed S] [--greedy]\n"
-            "                 [--streaming-text] [--json] [engine options]\n"
+            "                 [--streaming-text] [--json] [--temp T] [--top-k K] [--top-p P]\n"
+            "                 [--repetition-penalty R] [engine options]\n"
             "  DIR is a Qwen3-TTS directory (config.json, model.safetensors, vocab.json,\n"
             "  merges.txt, speech_tokenizer/). --stream writes raw s16le mono 24 kHz PCM to\n"
             "  stdout as it is produced. A summary goes to stderr (JSON with --json).\n"
+            "  Sampling defaults come from generation_config.json; --temp/--top-k/--top-p\n"
+            "  set the talker and the code predictor alike (--temp 0: greedy).\n"
             "engine options:\n%s",
             tts_engine_usage);
 }
@@ -65,7 +68,8 @@ static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *
 
 int cmd_tts(int argc, char **argv)
 {
-    enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON };
+    enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON,
+           O_TEMP, O_TOPK, O_TOPP, O_PENALTY };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"text", required_argument, 0, O_TEXT},
         {"out", required_argument, 0, 'o'},        {"speaker", required_argument, 0, O_SPEAKER},
@@ -73,6 +77,8 @@ int cmd_tts(int argc, char **argv)
         {"seed", required_argument, 0, O_SEED},    {"greedy", no_argument, 0, O_GREEDY},
         {"stream", no_argument, 0, O_STREAM},      {"streaming-text", no_argument, 0, O_STEXT},
         {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
+        {"temp", required_argument, 0, O_TEMP},    {"top-k", required_argument, 0, O_TOPK},
+        {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_PENALTY},
         TTS_ENGINE_OPTIONS,                        {0, 0, 0, 0}};
     tts_engine_opts eo;
     tts_engine_opts_init(&eo);
@@ -80,6 +86,9 @@ int cmd_tts(int argc, char **argv)
     memset(&rq, 0, sizeof rq);
     const char *text = NULL, *out_path = NULL;
     int stream = 0, json = 0, c;
+    /* sampling overrides (talker and predictor alike); < 0: generation_config's */
+    double temp = -1, top_p = -1, penalty = -1;
+    long top_k = -1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:o:h", opts, NULL)) != -1) {
         char *end = NULL;
@@ -101,6 +110,10 @@ int cmd_tts(int argc, char **argv)
         case O_STREAM: stream = 1; break;
         case O_STEXT: rq.streaming = 1; break;
         case O_JSON: json = 1; break;
+        case O_TEMP: temp = strtod(optarg, &end); break;
+        case O_TOPK: top_k = strtol(optarg, &end, 10); break;
+        case O_TOPP: top_p = strtod(optarg, &end); break;
+        case O_PENALTY: penalty = strtod(optarg, &end); break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = tts_engine_option(c, optarg, "tts", &eo);
@@ -109,6 +122,16 @@ int cmd_tts(int argc, char **argv)
             return 2;
         }
         }
+        if (end && (end == optarg || *end)) {
+            fprintf(stderr, "ember tts: bad number '%s'\n", optarg);
+            return 2;
+        }
+    }
+    if ((temp != -1 && !(temp >= 0 && temp <= 100)) || (top_p != -1 && !(top_p > 0 && top_p <= 1)) ||
+        (top_k != -1 && top_k < 0) || (penalty != -1 && !(penalty > 0 && penalty <= 100))) {
+        fprintf(stderr, "ember tts: bad sampling value (--temp >= 0, --top-k >= 0, "
+                        "--top-p in (0, 1], --repetition-penalty > 0)\n");
+        return 2;
     }
     if (!eo.dir || !text || (!out_path && !stream) || (out_path && stream)) {
         usage(stderr);
@@ -126,6 +149,15 @@ int cmd_tts(int argc, char **argv)
         return 1;
     }
     if (!rq.max_frames) rq.max_frames = max_frames;
+    tts_gen_config sampling = e.m->gen;
+    tts_sampling *both[2] = {&sampling.talker, &sampling.subtalker};
+    for (int i = 0; i < 2; i++) {
+        if (temp >= 0) both[i]->temperature = (float)temp, both[i]->do_sample = temp > 0;
+        if (top_k >= 0) both[i]->top_k = (int32_t)top_k;
+        if (top_p > 0) both[i]->top_p = (float)top_p;
+    }
+    if (penalty > 0) sampling.repetition_penalty = (float)penalty;
+    rq.sampling = &sampling;
     wav_writer wav;
     sink k = {NULL, stdout, 0, ""};
     int rc = 1;

@@ -95,7 +95,7 @@ int tts_cli_golden(const tts_model *m, const tts_session_params *base, const cha
     const cJSON *ns = cJSON_GetObjectItemCaseSensitive(settings, "non_streaming");
     const cJSON *nf = cJSON_GetObjectItemCaseSensitive(settings, "frames");
     tts_request rq = {ids, n_ids, str_or_null(settings, "speaker"), str_or_null(settings, "language"),
-                      cJSON_IsFalse(ns), 1, 0, cJSON_IsNumber(nf) ? (int32_t)nf->valuedouble : n_gold, 0};
+                      cJSON_IsFalse(ns), 1, 0, cJSON_IsNumber(nf) ? (int32_t)nf->valuedouble : n_gold, 0, NULL};
     tts_session_params sp = *base;
     sp.max_context = (int32_t)n_ids + 16 + rq.max_frames;
     if (tts_session_create(m, &sp, &s) != EMBER_OK || tts_session_start(s, &rq) != EMBER_OK) {

@@ -133,7 +133,7 @@ static void talker_head(tts_session *s, const float *x)
 
 static ember_status make_samplers(tts_session *s, const tts_request *r)
 {
-    const tts_gen_config *g = &s->m->gen;
+    const tts_gen_config *g = r->sampling ? r->sampling : &s->m->gen;
     et_sampler_params tp, pp;
     et_sampler_params_default(&tp);
     tp.temperature = r->greedy || !g->talker.do_sample ? 0.0f : g->talker.temperature;

@@ -33,6 +33,7 @@ typedef struct tts_request {
     uint64_t seed;
     int32_t max_frames;      /* 0: generation_config's max_new_tokens */
     int32_t min_frames;      /* 0: generation_config's min_new_tokens (EOS banned before) */
+    const tts_gen_config *sampling; /* NULL: the model's generation_config */
 } tts_request;
 
 typedef struct tts_session tts_session;

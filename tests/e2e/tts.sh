@@ -62,6 +62,15 @@ if $EMBER tts "${REQ[@]}" --stream >"$TMP/raw.pcm" 2>/dev/null &&
    same_audio "$TMP/a.wav" "$TMP/raw.pcm" raw; then pass tts_stream_equals_wav
 else fail tts_stream_equals_wav "$(wc -c <"$TMP/raw.pcm") bytes"; fi
 
+# Sampling flags: --temp 0 is greedy; a different temperature changes the audio.
+if $EMBER tts "${REQ[@]}" --temp 0 -o "$TMP/t0.wav" >/dev/null 2>&1 &&
+   $EMBER tts "${REQ[@]}" --greedy -o "$TMP/g.wav" >/dev/null 2>&1 &&
+   same_audio "$TMP/t0.wav" "$TMP/g.wav" &&
+   $EMBER tts "${REQ[@]}" --temp 1.5 --top-k 100 --top-p 0.95 -o "$TMP/t15.wav" >/dev/null 2>&1 &&
+   ! cmp -s "$TMP/t15.wav" "$TMP/a.wav"; then pass tts_sampling_flags
+else fail tts_sampling_flags; fi
+expect_error tts_bad_temp "bad number" $EMBER tts -m $MODEL --text "$TEXT" --temp x -o "$TMP/z.wav"
+
 # A reader that closes the pipe early: the command stops with a message, no crash.
 $EMBER tts "${REQ[@]}" --max-frames 200 --chunks 2 --stream 2>"$TMP/pipe_err" | head -c 100 >/dev/null
 rc=${PIPESTATUS[0]}

@@ -407,7 +407,7 @@ static void valid_checkpoint_runs(void)
             tts_model_free(m);
             REQUIRE(0);
         }
-        tts_request rq = {ids3, 11, "ryan", "english", 0, 0, 7, 5, 0};
+        tts_request rq = {ids3, 11, "ryan", "english", 0, 0, 7, 5, 0, NULL};
         int32_t ca[5][4], cb[5][4];
         int done_a = 0, done_b = 0, na = 0, nb = 0;
         CHECK(tts_session_start(a, &rq) == EMBER_OK && tts_session_start(b, &rq) == EMBER_OK);
