@@ -13,44 +13,73 @@ size_t ek_exec_qbuf_bytes(int max_tokens, int64_t max_cols)
 
 typedef struct gemm_task {
     const ek_exec *ex;
-    float *y;
-    int64_t y_stride;
-    const ek_matrix *w;
+    const ek_matmul_out *outs;
+    int n_outs;
+    int64_t total_rows;
     const void *x;
     size_t x_stride;
     int n_tokens;
 } gemm_task;
 
+/* A part is a range of the outputs' rows laid end to end; it may span the
+ * end of one matrix and the start of the next. */
 static void run_gemm(void *p, int part, int n_parts, int worker)
 {
     const gemm_task *t = p;
-    int64_t r0, r1;
+    int64_t r0, r1, base = 0;
     (void)worker;
-    pool_split(t->w->rows, ROW_ALIGN, part, n_parts, &r0, &r1);
-    if (r0 < r1)
-        t->ex->kernels->gemm[t->w->dtype](t->y, t->y_stride, t->w, r0, r1, t->x, t->x_stride,
-                                         t->n_tokens);
+    pool_split(t->total_rows, ROW_ALIGN, part, n_parts, &r0, &r1);
+    for (int i = 0; i < t->n_outs && base < r1; i++) {
+        const ek_matmul_out *o = &t->outs[i];
+        int64_t lo = r0 > base ? r0 - base : 0, hi = r1 - base < o->w->rows ? r1 - base : o->w->rows;
+        if (lo < hi)
+            t->ex->kernels->gemm[o->w->dtype](o->y, o->y_stride, o->w, lo, hi, t->x, t->x_stride,
+                                             t->n_tokens);
+        base += o->w->rows;
+    }
+}
+
+void ek_matmul_many(const ek_exec *ex, const float *x, int n_tokens, const ek_matmul_out *outs,
+                    int n_outs, void *qbuf)
+{
+    if (n_outs < 1) return;
+    const ek_matrix *w0 = outs[0].w;
+    int64_t total = 0;
+    for (int i = 0; i < n_outs; i++) {
+        /* one activation format for all: else one run each */
+        if (outs[i].w->cols != w0->cols ||
+            ek_format_of(outs[i].w->dtype)->act != ek_format_of(w0->dtype)->act) {
+            for (int j = 0; j < n_outs; j++) ek_matmul_many(ex, x, n_tokens, &outs[j], 1, qbuf);
+            return;
+        }
+        total += outs[i].w->rows;
+    }
+    gemm_task t = {ex, outs, n_outs, total, x, (size_t)w0->cols * sizeof(float), n_tokens};
+    if (ek_format_of(w0->dtype)->act == ET_Q8_0) {
+        size_t qrow = ek_row_bytes(ET_Q8_0, w0->cols);
+        for (int i = 0; i < n_tokens; i++)
+            ex->kernels->quantize_q8_0(x + (int64_t)i * w0->cols, (char *)qbuf + (size_t)i * qrow,
+                                       w0->cols);
+        t.x = qbuf;
+        t.x_stride = qrow;
+    }
+    /* a few parts per worker, so a late worker's share is picked up */
+    int64_t max_parts = (total + ROW_ALIGN - 1) / ROW_ALIGN;
+    int parts = 4 * pool_size(ex->pool);
+    pool_run(ex->pool, run_gemm, &t, parts < max_parts ? parts : (int)max_parts);
+    for (int k = 0; k < n_outs; k++) {
+        const ek_matmul_out *o = &outs[k];
+        if (!o->bias) continue;
+        for (int i = 0; i < n_tokens; i++)
+            for (int64_t r = 0; r < o->w->rows; r++) o->y[i * o->y_stride + r] += o->bias[r];
+    }
 }
 
 void ek_matmul(const ek_exec *ex, float *y, int64_t y_stride, const float *x, int n_tokens,
                const ek_matrix *w, const float *bias, void *qbuf)
 {
-    gemm_task t = {ex, y, y_stride, w, x, (size_t)w->cols * sizeof(float), n_tokens};
-    if (ek_format_of(w->dtype)->act == ET_Q8_0) {
-        size_t qrow = ek_row_bytes(ET_Q8_0, w->cols);
-        for (int i = 0; i < n_tokens; i++)
-            ex->kernels->quantize_q8_0(x + (int64_t)i * w->cols, (char *)qbuf + (size_t)i * qrow,
-                                       w->cols);
-        t.x = qbuf;
-        t.x_stride = qrow;
-    }
-    /* a few parts per worker, so a late worker's share is picked up */
-    int64_t max_parts = (w->rows + ROW_ALIGN - 1) / ROW_ALIGN;
-    int parts = 4 * pool_size(ex->pool);
-    pool_run(ex->pool, run_gemm, &t, parts < max_parts ? parts : (int)max_parts);
-    if (bias)
-        for (int i = 0; i < n_tokens; i++)
-            for (int64_t r = 0; r < w->rows; r++) y[i * y_stride + r] += bias[r];
+    const ek_matmul_out o = {y, y_stride, w, bias};
+    ek_matmul_many(ex, x, n_tokens, &o, 1, qbuf);
 }
 
 typedef struct conv_task {

@@ -19,6 +19,18 @@ size_t ek_exec_qbuf_bytes(int max_tokens, int64_t max_cols);
 void ek_matmul(const ek_exec *ex, float *y, int64_t y_stride, const float *x, int n_tokens,
                const ek_matrix *w, const float *bias, void *qbuf);
 
+/* Several products of the same x (Q, K and V; gate and up) in one pool run,
+ * so the threads meet at one barrier instead of one per matrix. All w must
+ * have x's width and one activation format (else they run one by one). */
+typedef struct ek_matmul_out {
+    float *y;
+    int64_t y_stride;
+    const ek_matrix *w;
+    const float *bias; /* or NULL */
+} ek_matmul_out;
+void ek_matmul_many(const ek_exec *ex, const float *x, int n_tokens, const ek_matmul_out *outs,
+                    int n_outs, void *qbuf);
+
 /* A causal conv (conv.h) on the pool: y[t][co] = conv(x)[t][co] + bias[co]
  * for t < nt; x is row 0 of the input (history rows before it), in the
  * activation format of w (fp32, or bf16 for EK_CONV_BF16). */

@@ -106,9 +106,9 @@ static void attention_block(tts_stack_state *s, const tts_layer *W, kv_layer *L,
     const int64_t q_dim = (int64_t)H * d, kv_dim = (int64_t)KV * d, hid = c->hidden;
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(s->h + t * hid, x + t * hid, W->attn_norm, hid, c->rms_eps);
-    ek_matmul(s->exec, s->q, q_dim, s->h, n, &W->wq, NULL, s->qbuf);
-    ek_matmul(s->exec, s->k, kv_dim, s->h, n, &W->wk, NULL, s->qbuf);
-    ek_matmul(s->exec, s->v, kv_dim, s->h, n, &W->wv, NULL, s->qbuf);
+    const ek_matmul_out qkv[3] = {
+        {s->q, q_dim, &W->wq, NULL}, {s->k, kv_dim, &W->wk, NULL}, {s->v, kv_dim, &W->wv, NULL}};
+    ek_matmul_many(s->exec, s->h, n, qkv, 3, s->qbuf);
     for (int32_t t = 0; t < n; t++) {
         const float *ct = s->cos_t + (int64_t)t * half, *st = s->sin_t + (int64_t)t * half;
         norm_and_rotate(s->q + t * q_dim, H, d, W->q_norm, c->rms_eps, ct, st);
@@ -127,8 +127,9 @@ static void mlp_block(tts_stack_state *s, const tts_layer *W, float *x, int32_t 
     const int64_t hid = c->hidden, inter = c->intermediate;
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(s->h + t * hid, x + t * hid, W->mlp_norm, hid, c->rms_eps);
-    ek_matmul(s->exec, s->ffn_g, inter, s->h, n, &W->w_gate, NULL, s->qbuf);
-    ek_matmul(s->exec, s->ffn_u, inter, s->h, n, &W->w_up, NULL, s->qbuf);
+    const ek_matmul_out gate_up[2] = {{s->ffn_g, inter, &W->w_gate, NULL},
+                                      {s->ffn_u, inter, &W->w_up, NULL}};
+    ek_matmul_many(s->exec, s->h, n, gate_up, 2, s->qbuf);
     s->exec->kernels->glu(s->ffn_g, s->ffn_u, (int64_t)n * inter, EK_GLU_SILU); /* SwiGLU */
     ek_matmul(s->exec, s->h, hid, s->ffn_g, n, &W->w_down, NULL, s->qbuf);
     add_residual(x, s->h, W->mlp_scale, n, hid);
