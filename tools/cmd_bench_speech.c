@@ -4,7 +4,8 @@
  * underruns, real-time factor, per-stage milliseconds per frame, gaps
  * between chunks, peak RSS. Each rep synthesizes exactly --frames frames
  * (EOS is held off, as random weights would stop anywhere); the reported
- * figures are medians over the reps. */
+ * figures are medians over the reps, plus the first rep's time to first
+ * audio (caches and pages cold, as for a process's first request). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -172,13 +173,14 @@ int cmd_bench_speech(int argc, char **argv)
         printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"decoder_dtype\": \"%s\", "
                "\"generator_threads\": %d, \"decoder_threads\": %d, \"frames\": %d, \"reps\": %d, "
                "\"chunks\": %d, \"load_s\": %.3f, \"prefill_ms\": %.1f, \"ttfa_ms\": %.1f, "
+               "\"ttfa_first_rep_ms\": %.1f, "
                "\"playback_start_ms\": %.1f, \"rtf\": %.4f, \"talker_ms_per_frame\": %.2f, "
                "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
                "\"chunk_gap_ms\": {\"p50\": %.1f, \"p95\": %.1f, \"max\": %.1f}, "
                "\"peak_rss_bytes\": %zu}\n",
                eo.dir, e.m->kernels->name, type_names[eo.dtype], type_names[eo.decoder_dtype],
                e.gen_threads, e.dec_threads, frames, reps, t->n, load_s, st.prefill_ms, med[0],
-               med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
+               res[0][M_TTFA], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
                t->peak.anon + t->peak.file);
     else
         printf("first audio %.1f ms, playback can start at %.1f ms, RTF %.3f; per frame: talker "
