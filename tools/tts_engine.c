@@ -15,7 +15,9 @@ const char tts_engine_usage[] =
     "  --chunks 2,4,8,16,25           frames per decoded chunk; the last size repeats\n"
     "  --alone-chunks N               the first N chunks (-1: all) decode on every core while\n"
     "                                 the generator waits; later ones beside it (default 1)\n"
-    "  --kernels NAME                 scalar|generic|avx2|avx512|neon (default: the best)\n";
+    "  --kernels NAME                 scalar|generic|avx2|avx512|neon (default: the best)\n"
+    "  --no-warm-up                   skip the short dropped request run at load that warms\n"
+    "                                 caches and buffers for the first real one\n";
 
 void tts_engine_opts_init(tts_engine_opts *o)
 {
@@ -23,6 +25,7 @@ void tts_engine_opts_init(tts_engine_opts *o)
     o->dtype = EMBER_TYPE_NONE;
     o->decoder_dtype = EMBER_TYPE_F32;
     o->pipeline = tts_pipeline_default_params();
+    o->warm_up = 1;
 }
 
 static int parse_type(const char *arg, ember_type *out)
@@ -56,6 +59,7 @@ int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *
         o->pipeline.decoder_threads = (int32_t)strtol(arg, &end, 10);
         bad = *end || o->pipeline.decoder_threads < 1 || o->pipeline.decoder_threads > 1024;
         break;
+    case TTS_OPT_NO_WARM_UP: o->warm_up = 0; break;
     case TTS_OPT_ALONE_CHUNKS:
         o->pipeline.alone_chunks = (int32_t)strtol(arg, &end, 10);
         bad = *end || o->pipeline.alone_chunks < -1;
@@ -74,6 +78,24 @@ int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *
         return -1;
     }
     return 1;
+}
+
+/* One short request whose audio is dropped: the first real request then
+ * finds the caches, the session's buffers and the decoder's weights warm,
+ * as a server's would after its first request (a cold first request is
+ * ~100 ms later to first audio). */
+static int warm_up(tts_engine *e, const tts_engine_opts *o)
+{
+    const tts_config *c = &e->m->cfg;
+    const int32_t ids[] = {c->im_start, c->assistant, 198, 9707, c->im_end, 198, c->im_start,
+                           c->assistant, 198};
+    tts_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.text_ids = ids;
+    rq.n_text_ids = sizeof ids / sizeof *ids;
+    rq.greedy = 1;
+    rq.max_frames = rq.min_frames = tts_schedule_size(&o->pipeline.schedule, 0);
+    return tts_synthesize(e->gen, e->dec, &rq, &o->pipeline, NULL, NULL, NULL) ? -1 : 0;
 }
 
 int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
@@ -95,6 +117,11 @@ int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
     if (tts_model_load(o->dir, &mp, &e->m) || c2w_model_load(o->dir, &dp, &e->dm) ||
         tts_session_create(e->m, &sp, &e->gen) || c2w_stream_create(e->dm, &cp, &e->dec)) {
         fprintf(stderr, "ember %s: %s\n", cmd, ember_last_error());
+        tts_engine_close(e);
+        return -1;
+    }
+    if (o->warm_up && warm_up(e, o)) {
+        fprintf(stderr, "ember %s: warm-up: %s\n", cmd, ember_last_error());
         tts_engine_close(e);
         return -1;
     }

@@ -16,6 +16,7 @@ typedef struct tts_engine_opts {
     const char *kernels;
     int gen_threads;          /* generator pool; 0: every CPU */
     tts_pipeline_params pipeline; /* --chunks, --decoder-threads, --alone-chunks */
+    int warm_up;              /* one dropped request at open (--no-warm-up clears it) */
 } tts_engine_opts;
 
 typedef struct tts_engine {
@@ -33,7 +34,8 @@ enum {
     TTS_OPT_DTYPE,
     TTS_OPT_THREADS,
     TTS_OPT_KERNELS,
-    TTS_OPT_ALONE_CHUNKS
+    TTS_OPT_ALONE_CHUNKS,
+    TTS_OPT_NO_WARM_UP
 };
 #define TTS_ENGINE_OPTIONS                                                                  \
     {"dtype", required_argument, 0, TTS_OPT_DTYPE},                                        \
@@ -42,7 +44,8 @@ enum {
         {"decoder-dtype", required_argument, 0, TTS_OPT_DECODER_DTYPE},                    \
         {"decoder-threads", required_argument, 0, TTS_OPT_DECODER_THREADS},                \
         {"chunks", required_argument, 0, TTS_OPT_CHUNKS},                                  \
-        {"alone-chunks", required_argument, 0, TTS_OPT_ALONE_CHUNKS}
+        {"alone-chunks", required_argument, 0, TTS_OPT_ALONE_CHUNKS},                      \
+        {"no-warm-up", no_argument, 0, TTS_OPT_NO_WARM_UP}
 extern const char tts_engine_usage[];
 
 void tts_engine_opts_init(tts_engine_opts *o);
