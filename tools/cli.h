@@ -45,6 +45,19 @@ extern const char cli_common_usage[];
 int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp);
 
+/* --profile auto|off|explain (cli_profile.c), for generate and chat: the
+ * derived edge profile picks the weight format and thread count the
+ * command line leaves open (auto is the default; explain also prints why). */
+typedef enum cli_profile { CLI_PROFILE_AUTO = 0, CLI_PROFILE_OFF, CLI_PROFILE_EXPLAIN } cli_profile;
+enum { CLI_OPT_PROFILE = 1050 };
+#define CLI_PROFILE_OPTIONS {"profile", required_argument, 0, CLI_OPT_PROFILE}
+/* 1: handled, 0: not --profile, -1: bad value (message printed). */
+int cli_profile_option(int c, const char *arg, const char *cmd, cli_profile *p);
+/* Applies the profile for the model in dir to what the command line left
+ * unset (weight_type NONE, n_threads 0). Returns 0, or -1 with a message. */
+int cli_apply_profile(const char *dir, cli_profile mode, const char *cmd, ember_model_params *mp,
+                      ember_session_params *sp);
+
 /* Sampling and stop options (cli_sampling.c), for generate and chat. */
 enum {
     CLI_OPT_GREEDY = 1100,

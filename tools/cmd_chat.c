@@ -226,7 +226,7 @@ int cmd_chat(int argc, char **argv)
         {"tools", required_argument, 0, OPT_TOOLS}, {"think", required_argument, 0, OPT_THINK},
         {"n", required_argument, 0, 'n'},
         {"max-context", required_argument, 0, OPT_MAX_CONTEXT},
-        {"help", no_argument, 0, 'h'},             CLI_COMMON_OPTIONS,
+        {"help", no_argument, 0, 'h'},             CLI_COMMON_OPTIONS, CLI_PROFILE_OPTIONS,
         CLI_SAMPLING_OPTIONS,                      {0, 0, 0, 0}};
     const char *dir = NULL, *system = NULL, *tools_path = NULL;
     long max_tokens = 1024;
@@ -235,6 +235,7 @@ int cmd_chat(int argc, char **argv)
     ember_session_params sp = ember_session_default_params();
     cli_sampling sampling;
     cli_sampling_init(&sampling);
+    cli_profile profile = CLI_PROFILE_AUTO;
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "m:n:h", opts, NULL)) != -1) {
@@ -248,7 +249,8 @@ int cmd_chat(int argc, char **argv)
         case OPT_MAX_CONTEXT: sp.max_context = (int32_t)strtol(optarg, NULL, 10); break;
         case 'h': usage(stdout); return 0;
         default:
-            if ((r = cli_sampling_option(opt, optarg, "chat", &sampling)) == 1) break;
+            if ((r = cli_profile_option(opt, optarg, "chat", &profile)) == 1) break;
+            if (r == 0 && (r = cli_sampling_option(opt, optarg, "chat", &sampling)) == 1) break;
             if (r == 0 && (r = cli_common_option(opt, optarg, "chat", &mp, &sp)) == 1) break;
             if (r == 0) usage(stderr);
             return 2;
@@ -275,7 +277,8 @@ int cmd_chat(int argc, char **argv)
     if (tools_path && !(tools = load_tools(tools_path))) goto fail;
     if (et_tokenizer_load(dir, &c.tok) || et_chat_template_load(dir, &c.tmpl) ||
         et_model_stop_ids(dir, c.tok, stop_ids, 16, &gp.n_stop_ids) ||
-        cli_sampling_params(&sampling, dir, &gp) || ember_model_load(dir, &mp, &c.model))
+        cli_sampling_params(&sampling, dir, &gp) ||
+        cli_apply_profile(dir, profile, "chat", &mp, &sp) || ember_model_load(dir, &mp, &c.model))
         goto fail;
     if (sp.max_context > ember_model_max_positions(c.model))
         sp.max_context = ember_model_max_positions(c.model);

@@ -80,7 +80,7 @@ int cmd_generate(int argc, char **argv)
         {"tokenizer", required_argument, 0, OPT_TOKENIZER},
         {"no-special", no_argument, 0, OPT_NO_SPECIAL},
         {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
-        {"help", no_argument, 0, 'h'},            CLI_COMMON_OPTIONS,
+        {"help", no_argument, 0, 'h'},            CLI_COMMON_OPTIONS, CLI_PROFILE_OPTIONS,
         CLI_SAMPLING_OPTIONS,                     {0, 0, 0, 0}};
     const char *dir = NULL, *ids_text = NULL, *prompt = NULL, *prompt_file = NULL,
                *tok_path = NULL;
@@ -90,6 +90,7 @@ int cmd_generate(int argc, char **argv)
     ember_session_params sp = ember_session_default_params();
     cli_sampling sampling;
     cli_sampling_init(&sampling);
+    cli_profile profile = CLI_PROFILE_AUTO;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:p:n:h", opts, NULL)) != -1) {
@@ -109,7 +110,8 @@ int cmd_generate(int argc, char **argv)
             break;
         case 'h': usage(stdout); return 0;
         default:
-            if ((r = cli_sampling_option(c, optarg, "generate", &sampling)) == 1) break;
+            if ((r = cli_profile_option(c, optarg, "generate", &profile)) == 1) break;
+            if (r == 0 && (r = cli_sampling_option(c, optarg, "generate", &sampling)) == 1) break;
             if (r == 0 && (r = cli_common_option(c, optarg, "generate", &mp, &sp)) == 1) break;
             if (r == 0) usage(stderr);
             return 2;
@@ -160,6 +162,7 @@ int cmd_generate(int argc, char **argv)
     }
     if (cli_sampling_params(&sampling, is_dir(dir) ? dir : NULL, &gp)) goto fail;
     gp.max_tokens = (int32_t)n_gen;
+    if (cli_apply_profile(dir, profile, "generate", &mp, &sp)) goto done;
     if (ember_model_load(dir, &mp, &model) != EMBER_OK) goto fail;
     /* Unless told otherwise, make room for the prompt and every new token. */
     if (!max_context_given && (size_t)sp.max_context < n_ids + (size_t)n_gen)
