@@ -1,6 +1,7 @@
 #include "base/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -204,6 +205,10 @@ void pool_split(int64_t n, int64_t align, int part, int n_parts, int64_t *begin,
 
 int pool_cpu_count(void)
 {
+    /* the CPUs this process may run on (taskset, a container's cpuset),
+     * not every CPU the machine has online */
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 1) return CPU_COUNT(&set);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (int)n : 1;
 }

@@ -36,7 +36,7 @@ int pool_active(const ember_pool *pool);
  * of `align`; part p gets [*begin, *end) (possibly empty). */
 void pool_split(int64_t n, int64_t align, int part, int n_parts, int64_t *begin, int64_t *end);
 
-/* Online CPUs (>= 1). */
+/* CPUs this process may run on (its affinity mask; >= 1). */
 int pool_cpu_count(void);
 
 #endif
