@@ -11,6 +11,7 @@ packages=(
   libcjson-dev      # JSON: config.json, safetensors headers, golden files
   libpcre2-dev      # tokenizer pre-tokenizer regexes (Unicode properties)
   libutf8proc-dev   # tokenizer normalizers (NFC, NFKC) and Unicode categories
+  libmicrohttpd-dev # `ember serve`: the HTTP server
   python3-torch     # the PyTorch reference (reference/) and checkpoint generator
   python3-numpy
   gcc-aarch64-linux-gnu  # NEON kernels: cross-built kernel test (make neon-test)
