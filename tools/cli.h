@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/stats.h"
 #include "ember.h"
 #include "text/textgen.h"
 
@@ -57,6 +58,12 @@ int cli_profile_option(int c, const char *arg, const char *cmd, cli_profile *p);
  * unset (weight_type NONE, n_threads 0). Returns 0, or -1 with a message. */
 int cli_apply_profile(const char *dir, cli_profile mode, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp);
+
+/* --stats FILE (cli_stats.c): a recorder when FILE or EMBER_STATS is given
+ * (else NULL: off); close writes the JSON and prints the attribution table,
+ * then frees it. */
+ember_stats *cli_stats_open(const char *flag, const char *role, const char *cmd);
+int cli_stats_close(ember_stats *st, const char *flag, const char *cmd);
 
 /* Sampling and stop options (cli_sampling.c), for generate and chat. */
 enum {

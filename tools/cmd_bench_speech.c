@@ -22,8 +22,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ember bench tts -m DIR [--text TEXT] [--frames 100] [--reps 3] [--json]\n"
-            "                       [--speaker S] [--language L] [--trace] [engine options]\n"
+            "                       [--speaker S] [--language L] [--trace] [--report DIR]\n"
+            "                       [engine options]\n"
             "  --trace prints each chunk's frames, ready time and decode time on stderr\n"
+            "  --report DIR writes DIR/latency.json and DIR/latency.svg: the last rep's chunk\n"
+            "  arrivals against playback, stalls marked\n"
             "engine options:\n%s",
             tts_engine_usage);
 }
@@ -95,18 +98,19 @@ static void measure(trace *t, const tts_synth_stats *st, double frame_ms, double
 
 int cmd_bench_speech(int argc, char **argv)
 {
-    enum { O_TEXT = 1, O_FRAMES, O_REPS, O_JSON, O_SPEAKER, O_LANGUAGE, O_TRACE };
+    enum { O_TEXT = 1, O_FRAMES, O_REPS, O_JSON, O_SPEAKER, O_LANGUAGE, O_TRACE, O_REPORT };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},     {"text", required_argument, 0, O_TEXT},
         {"frames", required_argument, 0, O_FRAMES}, {"reps", required_argument, 0, O_REPS},
         {"json", no_argument, 0, O_JSON},         {"speaker", required_argument, 0, O_SPEAKER},
         {"language", required_argument, 0, O_LANGUAGE}, {"trace", no_argument, 0, O_TRACE},
+        {"report", required_argument, 0, O_REPORT},
         {"help", no_argument, 0, 'h'},
         TTS_ENGINE_OPTIONS,                       {0, 0, 0, 0}};
     tts_engine_opts eo;
     tts_engine_opts_init(&eo);
     const char *text = "The quick brown fox jumps over the lazy dog, then naps in the warm sun.";
-    const char *speaker = NULL, *language = NULL;
+    const char *speaker = NULL, *language = NULL, *report_dir = NULL;
     int frames = 100, reps = 3, json = 0, trace_chunks = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
@@ -119,6 +123,7 @@ int cmd_bench_speech(int argc, char **argv)
         case O_SPEAKER: speaker = optarg; break;
         case O_LANGUAGE: language = optarg; break;
         case O_TRACE: trace_chunks = 1; break;
+        case O_REPORT: report_dir = optarg; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = tts_engine_option(c, optarg, "bench tts", &eo);
@@ -169,6 +174,23 @@ int cmd_bench_speech(int argc, char **argv)
         med[k] = cli_median(col, reps);
     }
     const char *const type_names[] = {"as stored", "f32", "f16", "bf16", "q8_0", "q4_0"};
+    if (report_dir) {
+        /* the last rep's arrivals as the picture and the metrics' JSON */
+        edge_chunk_time *arr = calloc((size_t)(t->n ? t->n : 1), sizeof *arr);
+        char title[256];
+        snprintf(title, sizeof title, "ember tts, %s, %s talker/predictor, %d frames", eo.dir,
+                 type_names[eo.dtype], frames);
+        for (int32_t i = 0; arr && i < t->n; i++) {
+            arr[i].t_ms = t->ready_ms[i];
+            arr[i].samples = (int64_t)t->frames[i] * e.dm->cfg.samples_per_frame;
+        }
+        if (!arr || edge_latency_write_report(report_dir, arr, t->n, e.dm->cfg.sample_rate, title)) {
+            fprintf(stderr, "ember bench tts: --report: %s\n", arr ? ember_last_error() : "out of memory");
+            free(arr);
+            goto done;
+        }
+        free(arr);
+    }
     if (json)
         printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"decoder_dtype\": \"%s\", "
                "\"generator_threads\": %d, \"decoder_threads\": %d, \"frames\": %d, \"reps\": %d, "

@@ -71,7 +71,8 @@ static char *read_prompt_file(const char *path)
 
 int cmd_generate(int argc, char **argv)
 {
-    enum { OPT_IDS = 1, OPT_PRINT_IDS, OPT_MAX_CONTEXT, OPT_TOKENIZER, OPT_NO_SPECIAL, OPT_PROMPT_FILE };
+    enum { OPT_IDS = 1, OPT_PRINT_IDS, OPT_MAX_CONTEXT, OPT_TOKENIZER, OPT_NO_SPECIAL, OPT_PROMPT_FILE,
+           OPT_STATS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},     {"prompt", required_argument, 0, 'p'},
         {"ids", required_argument, 0, OPT_IDS},   {"n", required_argument, 0, 'n'},
@@ -80,10 +81,13 @@ int cmd_generate(int argc, char **argv)
         {"tokenizer", required_argument, 0, OPT_TOKENIZER},
         {"no-special", no_argument, 0, OPT_NO_SPECIAL},
         {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
+        {"stats", required_argument, 0, OPT_STATS},
         {"help", no_argument, 0, 'h'},            CLI_COMMON_OPTIONS, CLI_PROFILE_OPTIONS,
         CLI_SAMPLING_OPTIONS,                     {0, 0, 0, 0}};
     const char *dir = NULL, *ids_text = NULL, *prompt = NULL, *prompt_file = NULL,
-               *tok_path = NULL;
+               *tok_path = NULL, *stats_path = NULL;
+    ember_stats *stats = NULL;
+    int decode_id = -1;
     long n_gen = 128;
     int print_ids = 0, max_context_given = 0, add_special = 1;
     ember_model_params mp = ember_model_default_params();
@@ -99,6 +103,7 @@ int cmd_generate(int argc, char **argv)
         case 'm': dir = optarg; break;
         case 'p': prompt = optarg; break;
         case OPT_PROMPT_FILE: prompt_file = optarg; break;
+        case OPT_STATS: stats_path = optarg; break;
         case OPT_IDS: ids_text = optarg; break;
         case 'n': n_gen = strtol(optarg, NULL, 10); break;
         case OPT_PRINT_IDS: print_ids = 1; break;
@@ -171,6 +176,11 @@ int cmd_generate(int argc, char **argv)
         sp.max_context = ember_model_max_positions(model);
     if (ember_session_create(model, &sp, &s) != EMBER_OK) goto fail;
     int32_t vocab = ember_model_vocab_size(model);
+    /* the whole forward step of a token (the per-layer-type split needs hooks
+     * in the session; the sampler and the detokenizer are timed by textgen) */
+    if ((stats = cli_stats_open(stats_path, "text", "generate")))
+        ember_stats_add_series(stats, "decode_step", EMBER_STAT_TEXT, &decode_id);
+    gp.stats = stats;
     if (et_textgen_create(tok, vocab, &gp, print_content, NULL, &gen) ||
         et_textgen_begin(gen, ids, n_ids))
         goto fail;
@@ -180,16 +190,25 @@ int cmd_generate(int argc, char **argv)
         goto done;
     }
     double t1 = cli_now_s();
+    double ts = ember_stats_start(stats);
     if (ember_session_prefill(s, ids, n_ids) != EMBER_OK) goto fail_logits;
+    ember_stats_stop(stats, EMBER_STAT_PREFILL, ts);
     double t2 = cli_now_s();
     et_finish finish = ET_FINISH_NONE;
     for (long i = 0; i < n_gen; i++) {
         int32_t next;
+        double tt = ember_stats_start(stats);
         memcpy(logits, ember_session_logits(s), (size_t)vocab * sizeof *logits);
         if (et_textgen_step(gen, logits, &next, &finish)) goto fail_logits;
         if (print_ids) printf(i ? ",%d" : "%d", next);
-        if (finish || i + 1 == n_gen) break;
+        if (finish || i + 1 == n_gen) {
+            ember_stats_stop(stats, EMBER_STAT_TOKEN, tt);
+            break;
+        }
+        double td = ember_stats_start(stats);
         if (ember_session_decode(s, next) != EMBER_OK) goto fail_logits;
+        ember_stats_stop(stats, decode_id, td);
+        ember_stats_stop(stats, EMBER_STAT_TOKEN, tt);
     }
     if (et_textgen_end(gen, &finish)) goto fail_logits;
     if (print_ids || text_mode) printf("\n");
@@ -202,12 +221,15 @@ int cmd_generate(int argc, char **argv)
             n_out > 1 ? (double)(n_out - 1) / (t3 - t2) : 0.0, et_finish_name(finish));
     rc = 0;
     free(logits);
+    if (cli_stats_close(stats, stats_path, "generate")) rc = 1;
+    stats = NULL;
     goto done;
 fail_logits:
     free(logits);
 fail:
     fprintf(stderr, "ember generate: %s\n", ember_last_error());
 done:
+    ember_stats_free(stats);
     et_textgen_free(gen);
     et_tokenizer_free(tok);
     ember_session_free(s);

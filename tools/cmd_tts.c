@@ -21,12 +21,17 @@ static void usage(FILE *f)
             "usage: ember tts -m DIR --text TEXT (-o OUT.wav | --stream) [--speaker S]\n"
             "                 [--language L|auto] [--max-frames N] [--seed S] [--greedy]\n"
             "                 [--streaming-text] [--json] [--temp T] [--top-k K] [--top-p P]\n"
-            "                 [--repetition-penalty R] [engine options]\n"
+            "                 [--repetition-penalty R] [--stats FILE] [--no-calibration]\n"
+            "                 [engine options]\n"
             "  DIR is a Qwen3-TTS directory (config.json, model.safetensors, vocab.json,\n"
             "  merges.txt, speech_tokenizer/). --stream writes raw s16le mono 24 kHz PCM to\n"
             "  stdout as it is produced. A summary goes to stderr (JSON with --json).\n"
             "  Sampling defaults come from generation_config.json; --temp/--top-k/--top-p\n"
             "  set the talker and the code predictor alike (--temp 0: greedy).\n"
+            "  Without --chunks the schedule calibrated by earlier runs on this machine is\n"
+            "  used (cached under $XDG_CACHE_HOME/ember), and each run refreshes it.\n"
+            "  --stats FILE (or EMBER_STATS) writes step statistics and prints where the\n"
+            "  80 ms of each frame went.\n"
             "engine options:\n%s",
             tts_engine_usage);
 }
@@ -36,12 +41,14 @@ typedef struct sink {
     FILE *raw;
     int failed;
     char error[300];
+    tts_arrivals *arrivals; /* for the calibration */
+    int32_t samples_per_frame;
 } sink;
 
 static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *info)
 {
     sink *k = user;
-    (void)info;
+    if (k->arrivals) tts_arrivals_add(k->arrivals, info, k->samples_per_frame);
     if (k->wav) {
         if (wav_append(k->wav, pcm, n)) {
             snprintf(k->error, sizeof k->error, "%s", ember_last_error());
@@ -69,7 +76,7 @@ static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *
 int cmd_tts(int argc, char **argv)
 {
     enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON,
-           O_TEMP, O_TOPK, O_TOPP, O_PENALTY };
+           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS, O_NO_CAL };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"text", required_argument, 0, O_TEXT},
         {"out", required_argument, 0, 'o'},        {"speaker", required_argument, 0, O_SPEAKER},
@@ -79,13 +86,15 @@ int cmd_tts(int argc, char **argv)
         {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
         {"temp", required_argument, 0, O_TEMP},    {"top-k", required_argument, 0, O_TOPK},
         {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_PENALTY},
+        {"stats", required_argument, 0, O_STATS},  {"no-calibration", no_argument, 0, O_NO_CAL},
         TTS_ENGINE_OPTIONS,                        {0, 0, 0, 0}};
     tts_engine_opts eo;
     tts_engine_opts_init(&eo);
     tts_request rq;
     memset(&rq, 0, sizeof rq);
     const char *text = NULL, *out_path = NULL;
-    int stream = 0, json = 0, c;
+    int stream = 0, json = 0, c, calibrate = 1;
+    const char *stats_path = NULL;
     /* sampling overrides (talker and predictor alike); < 0: generation_config's */
     double temp = -1, top_p = -1, penalty = -1;
     long top_k = -1;
@@ -114,6 +123,8 @@ int cmd_tts(int argc, char **argv)
         case O_TOPK: top_k = strtol(optarg, &end, 10); break;
         case O_TOPP: top_p = strtod(optarg, &end); break;
         case O_PENALTY: penalty = strtod(optarg, &end); break;
+        case O_STATS: stats_path = optarg; break;
+        case O_NO_CAL: calibrate = 0; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = tts_engine_option(c, optarg, "tts", &eo);
@@ -144,6 +155,7 @@ int cmd_tts(int argc, char **argv)
     rq.n_text_ids = n_ids;
     tts_engine e;
     int32_t max_frames = rq.max_frames ? rq.max_frames : 4096;
+    if (calibrate) tts_engine_calibration_load(&eo, "tts", 1);
     if (tts_engine_open(&e, &eo, (int32_t)n_ids, max_frames, "tts")) {
         free(ids);
         return 1;
@@ -159,7 +171,12 @@ int cmd_tts(int argc, char **argv)
     if (penalty > 0) sampling.repetition_penalty = (float)penalty;
     rq.sampling = &sampling;
     wav_writer wav;
-    sink k = {NULL, stdout, 0, ""};
+    tts_arrivals *arrivals = calibrate ? calloc(1, sizeof *arrivals) : NULL;
+    sink k = {NULL, stdout, 0, "", arrivals, e.dm->cfg.samples_per_frame};
+    ember_stats *stats = cli_stats_open(stats_path, "tts", "tts"), *dec_stats = NULL;
+    if (stats && ember_stats_create("tts_decoder", &dec_stats) != EMBER_OK) dec_stats = NULL;
+    eo.pipeline.gen_stats = stats;
+    eo.pipeline.dec_stats = dec_stats;
     int rc = 1;
     if (out_path) {
         if (wav_open(&wav, out_path, (uint32_t)e.dm->cfg.sample_rate)) {
@@ -181,6 +198,7 @@ int cmd_tts(int argc, char **argv)
         fprintf(stderr, "ember tts: %s\n", ember_last_error());
         goto done;
     }
+    if (arrivals) tts_engine_calibration_save(&eo, arrivals, e.dm->cfg.sample_rate, "tts");
     const double audio_ms = st.frames * 1000.0 * e.dm->cfg.samples_per_frame / e.dm->cfg.sample_rate;
     fprintf(stderr,
             json ? "{\"frames\": %d, \"chunks\": %d, \"audio_ms\": %.1f, \"wall_ms\": %.1f, "
@@ -194,7 +212,13 @@ int cmd_tts(int argc, char **argv)
             st.frames ? st.talker_ms / st.frames : 0.0, st.frames ? st.predictor_ms / st.frames : 0.0,
             st.frames ? st.decoder_ms / st.frames : 0.0, e.gen_threads, e.dec_threads);
     rc = 0;
+    if (stats && dec_stats) ember_stats_merge(stats, dec_stats);
+    if (cli_stats_close(stats, stats_path, "tts")) rc = 1;
+    stats = NULL;
 done:
+    ember_stats_free(stats);
+    ember_stats_free(dec_stats);
+    free(arrivals);
     tts_engine_close(&e);
     free(ids);
     return rc;

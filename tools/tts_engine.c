@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "base/pool.h"
+#include "edge/calibrate.h"
+#include "edge/probe.h"
 
 const char tts_engine_usage[] =
     "  --dtype f32|bf16|q8_0          talker and predictor weights (default: as stored)\n"
@@ -135,4 +137,62 @@ void tts_engine_close(tts_engine *e)
     c2w_model_free(e->dm);
     tts_model_free(e->m);
     memset(e, 0, sizeof *e);
+}
+
+void tts_arrivals_add(tts_arrivals *a, const tts_chunk_info *info, int32_t samples_per_frame)
+{
+    if (a->n == TTS_ENGINE_MAX_CHUNKS) return;
+    a->chunks[a->n].t_ms = info->ready_ms;
+    a->chunks[a->n].samples = (int64_t)info->n_frames * samples_per_frame;
+    a->n++;
+}
+
+/* The cache file for this machine and model; 0 when it can be named. */
+static int calibration_path(const tts_engine_opts *o, char *path, size_t cap)
+{
+    edge_hw hw;
+    char fp[17];
+    const char *base = strrchr(o->dir, '/');
+    base = base && base[1] ? base + 1 : o->dir;
+    if (edge_hw_detect(NULL, getenv("EMBER_HW_PROFILE"), &hw) != EMBER_OK ||
+        edge_fingerprint(&hw, base, fp) != EMBER_OK ||
+        edge_calibration_cache_path(getenv("XDG_CACHE_HOME"), getenv("HOME"), fp, path, cap) !=
+            EMBER_OK)
+        return -1;
+    return 0;
+}
+
+int tts_engine_calibration_load(tts_engine_opts *o, const char *cmd, int verbose)
+{
+    char path[1024];
+    edge_calibration cal;
+    bool found = false;
+    if (o->pipeline.schedule.n || calibration_path(o, path, sizeof path)) return 0;
+    if (edge_calibration_load(path, &cal, &found) != EMBER_OK) {
+        fprintf(stderr, "ember %s: calibration: %s (using the default ramp)\n", cmd, ember_last_error());
+        return 0;
+    }
+    if (!found || !cal.measured) return 0;
+    o->pipeline.schedule.n =
+        edge_calibration_schedule(&cal, o->pipeline.schedule.sizes, TTS_MAX_SCHEDULE);
+    if (verbose) {
+        fprintf(stderr, "ember %s: chunks", cmd);
+        for (int32_t i = 0; i < o->pipeline.schedule.n; i++)
+            fprintf(stderr, "%s%d", i ? "," : " ", o->pipeline.schedule.sizes[i]);
+        fprintf(stderr, " calibrated on this machine (%.1f frames/s measured; %s)\n", cal.rate_fps,
+                path);
+    }
+    return 1;
+}
+
+void tts_engine_calibration_save(const tts_engine_opts *o, const tts_arrivals *a,
+                                 int32_t sample_rate, const char *cmd)
+{
+    char path[1024];
+    edge_calibration cal;
+    if (calibration_path(o, path, sizeof path) ||
+        edge_calibrate(a->chunks, a->n, sample_rate, &cal) != EMBER_OK || !cal.measured)
+        return;
+    if (edge_calibration_save(path, &cal) != EMBER_OK)
+        fprintf(stderr, "ember %s: calibration: %s\n", cmd, ember_last_error());
 }

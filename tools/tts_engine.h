@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 
+#include "edge/latency_report.h"
 #include "tts/tts_pipeline.h"
 
 typedef struct tts_engine_opts {
@@ -56,5 +57,23 @@ int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *
 int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
                     int32_t max_frames, const char *cmd);
 void tts_engine_close(tts_engine *e);
+
+/* Chunk arrivals of one request, as the calibration and the latency report
+ * take them (src/edge/latency_report.h). */
+#define TTS_ENGINE_MAX_CHUNKS 4096
+typedef struct tts_arrivals {
+    edge_chunk_time chunks[TTS_ENGINE_MAX_CHUNKS];
+    int32_t n;
+} tts_arrivals;
+void tts_arrivals_add(tts_arrivals *a, const tts_chunk_info *info, int32_t samples_per_frame);
+
+/* Calibration (src/edge/calibrate.h) cached per hardware fingerprint and
+ * model under $XDG_CACHE_HOME/ember: load replaces the default ramp by the
+ * calibrated schedule when the command line gave no --chunks (returns 1 when
+ * it did, 0 when not, and prints which on stderr with `verbose`); save
+ * calibrates from one request's arrivals and stores it. Failures only warn. */
+int tts_engine_calibration_load(tts_engine_opts *o, const char *cmd, int verbose);
+void tts_engine_calibration_save(const tts_engine_opts *o, const tts_arrivals *a,
+                                 int32_t sample_rate, const char *cmd);
 
 #endif

@@ -139,8 +139,10 @@ static ember_status feed_text(et_textgen *g, const char *text, size_t len)
 ember_status et_textgen_step(et_textgen *g, float *logits, int32_t *id, et_finish *finish)
 {
     *finish = ET_FINISH_NONE;
+    double t0 = ember_stats_start(g->p.stats);
     *id = et_sampler_sample(g->sampler, logits);
     et_sampler_accept(g->sampler, *id);
+    ember_stats_stop(g->p.stats, EMBER_STAT_SAMPLER, t0);
     g->count++;
     if (et_stop_is_stop_id(g->stop_ids, g->p.n_stop_ids, *id)) {
         *finish = ET_FINISH_STOP;
@@ -148,8 +150,10 @@ ember_status et_textgen_step(et_textgen *g, float *logits, int32_t *id, et_finis
     }
     const char *text;
     size_t len;
+    t0 = ember_stats_start(g->p.stats);
     ember_status st = g->detok ? et_detok_push(g->detok, *id, &text, &len) : EMBER_OK;
     if (!st && g->detok) st = feed_text(g, text, len);
+    ember_stats_stop(g->p.stats, EMBER_STAT_DETOKENIZE, t0);
     if (st) return st;
     if (g->stopped) *finish = ET_FINISH_STOP;
     else if (g->p.max_tokens && g->count >= g->p.max_tokens) *finish = ET_FINISH_LENGTH;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "base/stats.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 #include "text/toolcall.h"
@@ -33,6 +34,7 @@ typedef struct et_textgen_params {
     int32_t max_tokens;        /* 0: no limit */
     int parse_tools;           /* hermes tool calls and <think> reasoning; else all content */
     int start_in_reasoning;    /* the prompt ended inside <think> */
+    ember_stats *stats;        /* sampler and detokenizer timers (NULL: off) */
 } et_textgen_params;
 
 void et_textgen_params_default(et_textgen_params *p);

@@ -47,6 +47,8 @@ typedef struct handoff {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int32_t *codes;  /* max_frames x groups */
+    double *t_frame; /* when each frame was produced (ms) */
+    ember_stats *gen_stats, *dec_stats;
     int32_t groups;
     int32_t produced, consumed;
     int gen_done, cancelled;
@@ -92,8 +94,10 @@ static void *decoder_main(void *arg)
         c2w_stream_use_threads(h->dec, alone || done ? h->dec_all : h->dec_busy);
         tts_session_use_threads(h->gen, h->gen_busy);
         double t = tts_now_ms();
+        ember_stats_record(h->dec_stats, EMBER_STAT_HANDOFF, t - h->t_frame[first + n - 1]);
         ember_status st = c2w_stream_push(h->dec, h->codes + (size_t)first * h->groups, n, h->pcm);
         double now = tts_now_ms();
+        ember_stats_record(h->dec_stats, EMBER_STAT_CODEC_DECODE, now - t);
         tts_session_use_threads(h->gen, h->gen_all);
         if (alone) {
             pthread_mutex_lock(&h->mu);
@@ -133,11 +137,15 @@ static ember_status generate(tts_session *gen, const tts_request *rq, handoff *h
     if (!st && !frame) st = ember_fail(EMBER_ERR_NO_MEMORY, "tts: out of memory");
     while (!st) {
         int done = 0;
+        const double talker0 = tts_session_talker_ms(gen), pred0 = tts_session_predictor_ms(gen);
         if ((st = tts_session_step(gen, NULL, frame, &done)) || done) break;
+        ember_stats_record(h->gen_stats, EMBER_STAT_TALKER, tts_session_talker_ms(gen) - talker0);
+        ember_stats_record(h->gen_stats, EMBER_STAT_PREDICTOR, tts_session_predictor_ms(gen) - pred0);
         pthread_mutex_lock(&h->mu);
         int cancelled = h->cancelled;
         if (!cancelled) {
             memcpy(h->codes + (size_t)h->produced * h->groups, frame, sizeof(int32_t) * h->groups);
+            h->t_frame[h->produced] = tts_now_ms();
             h->produced++;
             /* an alone chunk is complete: wait while it decodes on every core
              * (set here, before the next frame starts, so the two never overlap) */
@@ -190,9 +198,11 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
     h.flush_cap = (int32_t)chunk_cap;
     h.codes = malloc(sizeof(int32_t) * (size_t)(max_frames > 0 ? max_frames : 1) * h.groups);
     h.pcm = malloc(sizeof(float) * chunk_cap * (size_t)dm->cfg.samples_per_frame);
-    if (!h.codes || !h.pcm) {
+    h.t_frame = malloc(sizeof(double) * (size_t)(max_frames > 0 ? max_frames : 1));
+    if (!h.codes || !h.pcm || !h.t_frame) {
         free(h.codes);
         free(h.pcm);
+        free(h.t_frame);
         return ember_fail(EMBER_ERR_NO_MEMORY, "tts: out of memory");
     }
     h.dec = dec;
@@ -206,6 +216,8 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
     h.gen_busy = cpus - h.dec_busy > 0 ? cpus - h.dec_busy : 1;
     if (h.gen_busy > h.gen_all) h.gen_busy = h.gen_all;
     h.alone_chunks = p->alone_chunks;
+    h.gen_stats = p->gen_stats;
+    h.dec_stats = p->dec_stats;
     h.hold_at = tts_schedule_size(schedule, 0);
     h.cb = cb;
     h.user = user;
@@ -247,5 +259,6 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
     pthread_mutex_destroy(&h.mu);
     free(h.codes);
     free(h.pcm);
+    free(h.t_frame);
     return st;
 }

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/stats.h"
 #include "tts/code2wav.h"
 #include "tts/tts_session.h"
 
@@ -58,6 +59,10 @@ typedef struct tts_pipeline_params {
     /* the first alone_chunks chunks (-1: all) decode on every decoder
      * thread while the generator pauses; the rest decode beside it */
     int32_t alone_chunks;
+    /* step statistics (NULL: off), one recorder per thread: the generator's
+     * (talker, predictor per frame) and the decoder's (codec decode
+     * per chunk, handoff: a chunk's wait from its last frame to its decode) */
+    ember_stats *gen_stats, *dec_stats;
 } tts_pipeline_params;
 
 tts_pipeline_params tts_pipeline_default_params(void);

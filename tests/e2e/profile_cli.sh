@@ -33,6 +33,19 @@ if grep -q "dtype given, it wins" <<<"$err" && grep -q "threads given, it wins" 
   pass profile_explicit_flags_win
 else fail profile_explicit_flags_win "$err"; fi
 
+# Step statistics of a text run: every generated token's phases.
+if err=$($EMBER generate -m $MODEL -p "Hello" -n 12 --greedy --stats "$TMP/text.json" 2>&1 >/dev/null) &&
+   $PY -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["counters"]
+n = c["sampler"]["count"]
+ok = n >= 1 and c["detokenize"]["count"] == n and c["token"]["count"] == n and c["prefill"]["count"] == 1
+sys.exit(0 if ok else 1)' "$TMP/text.json" && grep -q "share of token" <<<"$err"; then
+  pass generate_stats_phases
+else fail generate_stats_phases "$err"; fi
+EMBER_STATS="$TMP/env.json" $EMBER generate -m $MODEL -p "Hello" -n 3 >/dev/null 2>&1
+[ -s "$TMP/env.json" ] && pass stats_from_environment || fail stats_from_environment
+
 expect_error profile_bad_value "--profile takes auto, off or explain" \
   $EMBER generate -m $MODEL -p "Hello" -n 1 --profile maybe
 expect_error profile_bad_override "EMBER_HW_PROFILE" \

@@ -19,6 +19,7 @@ fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 TEXT="Hello from ember, streaming speech on two cores."
+export XDG_CACHE_HOME="$TMP/cache"   # the calibration cache of this test only
 
 # same_audio A.wav B.wav [raw]: equal headers and lengths, samples within one
 # step; with "raw", B is headerless s16le PCM.
@@ -70,6 +71,40 @@ if $EMBER tts "${REQ[@]}" --temp 0 -o "$TMP/t0.wav" >/dev/null 2>&1 &&
    ! cmp -s "$TMP/t15.wav" "$TMP/a.wav"; then pass tts_sampling_flags
 else fail tts_sampling_flags; fi
 expect_error tts_bad_temp "bad number" $EMBER tts -m $MODEL --text "$TEXT" --temp x -o "$TMP/z.wav"
+
+# Step statistics: every speech phase recorded, the attribution printed.
+if err=$($EMBER tts "${REQ[@]}" --stats "$TMP/stats.json" -o "$TMP/s.wav" 2>&1) &&
+   $PY -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["counters"]
+need = {"talker": 37, "predictor": 37}
+ok = all(c.get(k, {}).get("count") == v for k, v in need.items())
+ok = ok and c["codec_decode"]["count"] >= 1 and c["handoff"]["count"] == c["codec_decode"]["count"]
+sys.exit(0 if ok else 1)' "$TMP/stats.json" && grep -q "share of 80 ms" <<<"$err"; then
+  pass tts_stats_phases
+else fail tts_stats_phases "$err"; fi
+
+# Calibration: a run stores this machine's measured schedule; the next run
+# without --chunks uses it and says so; --no-calibration ignores it.
+rm -rf "$XDG_CACHE_HOME"
+$EMBER tts "${REQ[@]}" -o "$TMP/k1.wav" >/dev/null 2>&1
+cache=$(find "$XDG_CACHE_HOME/ember" -name '*.json' 2>/dev/null | head -1)
+err=$($EMBER tts "${REQ[@]}" -o "$TMP/k2.wav" 2>&1)
+err_off=$($EMBER tts "${REQ[@]}" -o "$TMP/k3.wav" --no-calibration 2>&1)
+if [ -n "$cache" ] && grep -q "calibrated on this machine" <<<"$err" &&
+   ! grep -q "calibrated" <<<"$err_off" && same_audio "$TMP/k2.wav" "$TMP/k3.wav"; then
+  pass tts_calibration_cached_and_used
+else fail tts_calibration_cached_and_used "cache: $cache" "$err"; fi
+
+# The latency report: metrics JSON and an SVG picture that parses as XML.
+if $EMBER bench tts -m $MODEL --frames 30 --reps 1 --report "$TMP/report" >/dev/null 2>&1 &&
+   $PY -c '
+import json, sys, xml.etree.ElementTree as ET
+m = json.load(open(sys.argv[1] + "/latency.json"))
+root = ET.parse(sys.argv[1] + "/latency.svg").getroot()
+sys.exit(0 if root.tag.endswith("svg") and m["ttfa_ms"] > 0 and m["audio_ms"] == 2400 else 1)
+' "$TMP/report"; then pass bench_tts_latency_report
+else fail bench_tts_latency_report; fi
 
 # A reader that closes the pipe early: the command stops with a message, no crash.
 $EMBER tts "${REQ[@]}" --max-frames 200 --chunks 2 --stream 2>"$TMP/pipe_err" | head -c 100 >/dev/null
