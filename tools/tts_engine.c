@@ -7,6 +7,7 @@
 #include "base/pool.h"
 #include "edge/calibrate.h"
 #include "edge/probe.h"
+#include "edge/profile.h"
 
 const char tts_engine_usage[] =
     "  --dtype f32|bf16|q8_0          talker and predictor weights (default: as stored)\n"
@@ -19,7 +20,9 @@ const char tts_engine_usage[] =
     "                                 the generator waits; later ones beside it (default 1)\n"
     "  --kernels NAME                 scalar|generic|avx2|avx512|neon (default: the best)\n"
     "  --no-warm-up                   skip the short dropped request run at load that warms\n"
-    "                                 caches and buffers for the first real one\n";
+    "                                 caches and buffers for the first real one\n"
+    "  --no-pin                       leave the threads unpinned (default: the generator on the\n"
+    "                                 profile's decode CPUs, the audio decoder on its own)\n";
 
 void tts_engine_opts_init(tts_engine_opts *o)
 {
@@ -28,6 +31,7 @@ void tts_engine_opts_init(tts_engine_opts *o)
     o->decoder_dtype = EMBER_TYPE_F32;
     o->pipeline = tts_pipeline_default_params();
     o->warm_up = 1;
+    o->pin = 1;
 }
 
 static int parse_type(const char *arg, ember_type *out)
@@ -62,6 +66,7 @@ int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *
         bad = *end || o->pipeline.decoder_threads < 1 || o->pipeline.decoder_threads > 1024;
         break;
     case TTS_OPT_NO_WARM_UP: o->warm_up = 0; break;
+    case TTS_OPT_NO_PIN: o->pin = 0; break;
     case TTS_OPT_ALONE_CHUNKS:
         o->pipeline.alone_chunks = (int32_t)strtol(arg, &end, 10);
         bad = *end || o->pipeline.alone_chunks < -1;
@@ -100,7 +105,34 @@ static int warm_up(tts_engine *e, const tts_engine_opts *o)
     return tts_synthesize(e->gen, e->dec, &rq, &o->pipeline, NULL, NULL, NULL) ? -1 : 0;
 }
 
-int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
+/* The derived profile's placement: the generator on the decode CPUs, the
+ * audio decoder on its own (on a machine with three or more big cores) or
+ * on the same ones. Without a readable profile nothing is pinned. */
+static void place(tts_engine *e, tts_engine_opts *o)
+{
+    edge_hw hw;
+    edge_model_info info;
+    edge_profile prof;
+    edge_derive_opts d = {0, EMBER_TYPE_NONE, 0};
+    if (edge_model_info_load(o->dir, &info) || edge_hw_detect(NULL, getenv("EMBER_HW_PROFILE"), &hw) ||
+        edge_derive(&hw, &info, &d, &prof))
+        return;
+    for (int i = 0; i < edge_cpuset_count(&prof.decode_cpus) && e->n_gen_cpus < 256; i++)
+        e->gen_cpus[e->n_gen_cpus++] = edge_cpuset_nth(&prof.decode_cpus, i);
+    for (int i = 0; i < edge_cpuset_count(&prof.audio_cpus) && e->n_dec_cpus < 256; i++)
+        e->dec_cpus[e->n_dec_cpus++] = edge_cpuset_nth(&prof.audio_cpus, i);
+    if (e->n_gen_cpus) {
+        pool_pin_self(e->gen_cpus, e->n_gen_cpus);
+        tts_session_pin(e->gen, e->gen_cpus, e->n_gen_cpus);
+    }
+    if (e->n_dec_cpus) {
+        c2w_stream_pin(e->dec, e->dec_cpus, e->n_dec_cpus);
+        o->pipeline.decoder_cpus = e->dec_cpus;
+        o->pipeline.n_decoder_cpus = e->n_dec_cpus;
+    }
+}
+
+int tts_engine_open(tts_engine *e, tts_engine_opts *o, int32_t max_prompt,
                     int32_t max_frames, const char *cmd)
 {
     memset(e, 0, sizeof *e);
@@ -122,6 +154,7 @@ int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
         tts_engine_close(e);
         return -1;
     }
+    if (o->pin) place(e, o);
     if (o->warm_up && warm_up(e, o)) {
         fprintf(stderr, "ember %s: warm-up: %s\n", cmd, ember_last_error());
         tts_engine_close(e);

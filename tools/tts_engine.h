@@ -18,6 +18,7 @@ typedef struct tts_engine_opts {
     int gen_threads;          /* generator pool; 0: every CPU */
     tts_pipeline_params pipeline; /* --chunks, --decoder-threads, --alone-chunks */
     int warm_up;              /* one dropped request at open (--no-warm-up clears it) */
+    int pin;                  /* pin threads to the profile's CPUs (--no-pin clears it) */
 } tts_engine_opts;
 
 typedef struct tts_engine {
@@ -26,6 +27,9 @@ typedef struct tts_engine {
     tts_session *gen;
     c2w_stream *dec;
     int gen_threads, dec_threads;
+    /* the derived profile's CPUs: the generator's and the audio decoder's */
+    int32_t gen_cpus[256], dec_cpus[256];
+    int32_t n_gen_cpus, n_dec_cpus;
 } tts_engine;
 
 enum {
@@ -36,7 +40,8 @@ enum {
     TTS_OPT_THREADS,
     TTS_OPT_KERNELS,
     TTS_OPT_ALONE_CHUNKS,
-    TTS_OPT_NO_WARM_UP
+    TTS_OPT_NO_WARM_UP,
+    TTS_OPT_NO_PIN
 };
 #define TTS_ENGINE_OPTIONS                                                                  \
     {"dtype", required_argument, 0, TTS_OPT_DTYPE},                                        \
@@ -46,15 +51,18 @@ enum {
         {"decoder-threads", required_argument, 0, TTS_OPT_DECODER_THREADS},                \
         {"chunks", required_argument, 0, TTS_OPT_CHUNKS},                                  \
         {"alone-chunks", required_argument, 0, TTS_OPT_ALONE_CHUNKS},                      \
-        {"no-warm-up", no_argument, 0, TTS_OPT_NO_WARM_UP}
+        {"no-warm-up", no_argument, 0, TTS_OPT_NO_WARM_UP},                                \
+        {"no-pin", no_argument, 0, TTS_OPT_NO_PIN}
 extern const char tts_engine_usage[];
 
 void tts_engine_opts_init(tts_engine_opts *o);
 /* 1: handled, 0: not an engine option, -1: bad value (message printed). */
 int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *o);
 /* Loads and creates everything, sized for max_frames after a prompt of up
- * to max_prompt ids. Returns 0, or -1 with a message printed. */
-int tts_engine_open(tts_engine *e, const tts_engine_opts *o, int32_t max_prompt,
+ * to max_prompt ids, pins the threads where the derived profile places
+ * them (o->pipeline then names the decoder's CPUs, inside e) unless
+ * --no-pin, and warms up. Returns 0, or -1 with a message printed. */
+int tts_engine_open(tts_engine *e, tts_engine_opts *o, int32_t max_prompt,
                     int32_t max_frames, const char *cmd);
 void tts_engine_close(tts_engine *e);
 

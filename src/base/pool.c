@@ -203,6 +203,38 @@ void pool_split(int64_t n, int64_t align, int part, int n_parts, int64_t *begin,
     *end = (first + count) * align < n ? (first + count) * align : n;
 }
 
+/* The affinity mask of cpus[0..n). */
+static int make_mask(const int32_t *cpus, int32_t n, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    for (int32_t i = 0; i < n; i++) {
+        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) return -1;
+        CPU_SET(cpus[i], set);
+    }
+    return n > 0 ? 0 : -1;
+}
+
+ember_status pool_pin(ember_pool *pool, const int32_t *cpus, int32_t n)
+{
+    cpu_set_t set;
+    if (make_mask(cpus, n, &set))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "pool_pin: %d CPUs, or a CPU out of range", n);
+    for (int i = 1; pool && i < pool->n; i++) {
+        int err = pthread_setaffinity_np(pool->threads[i], sizeof set, &set);
+        if (err) return ember_fail(EMBER_ERR_INVALID_ARG, "pool_pin: worker %d: error %d", i, err);
+    }
+    return EMBER_OK;
+}
+
+ember_status pool_pin_self(const int32_t *cpus, int32_t n)
+{
+    cpu_set_t set;
+    if (make_mask(cpus, n, &set))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "pool_pin_self: %d CPUs, or a CPU out of range", n);
+    int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    return err ? ember_fail(EMBER_ERR_INVALID_ARG, "pool_pin_self: error %d", err) : EMBER_OK;
+}
+
 int pool_cpu_count(void)
 {
     /* the CPUs this process may run on (taskset, a container's cpuset),

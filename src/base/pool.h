@@ -36,6 +36,13 @@ int pool_active(const ember_pool *pool);
  * of `align`; part p gets [*begin, *end) (possibly empty). */
 void pool_split(int64_t n, int64_t align, int part, int n_parts, int64_t *begin, int64_t *end);
 
+/* Pins the pool's worker threads (not the caller) to the CPUs cpus[0..n):
+ * on a big.LITTLE chip the decode pool stays on the big cores, and the
+ * audio decoder on the cores the profile gave it. pool_pin_self pins the
+ * calling thread (worker 0 of its pools). A NULL pool pins nothing. */
+ember_status pool_pin(ember_pool *pool, const int32_t *cpus, int32_t n);
+ember_status pool_pin_self(const int32_t *cpus, int32_t n);
+
 /* CPUs this process may run on (its affinity mask; >= 1). */
 int pool_cpu_count(void);
 

@@ -490,6 +490,11 @@ int32_t c2w_stream_threads(const c2w_stream *s) { return pool_size(s->exec.pool)
 
 void c2w_stream_use_threads(c2w_stream *s, int32_t n) { pool_set_active(s->exec.pool, n); }
 
+ember_status c2w_stream_pin(c2w_stream *s, const int32_t *cpus, int32_t n)
+{
+    return pool_pin(s->exec.pool, cpus, n);
+}
+
 ember_status c2w_stream_push(c2w_stream *s, const int32_t *codes, int32_t n_frames, float *pcm)
 {
     if (!s || (n_frames && (!codes || !pcm)) || n_frames < 0)

@@ -130,6 +130,8 @@ const c2w_model *c2w_stream_model(const c2w_stream *s);
 /* The stream's threads, and how many of them the next pushes use. */
 int32_t c2w_stream_threads(const c2w_stream *s);
 void c2w_stream_use_threads(c2w_stream *s, int32_t n);
+/* Pins the stream's worker threads to cpus[0..n) (pool_pin). */
+ember_status c2w_stream_pin(c2w_stream *s, const int32_t *cpus, int32_t n);
 /* The approximate alternative, for comparison: decode n_ctx frames of left
  * context and then the n_new frames of the chunk from a fresh state, keeping
  * only the chunk's samples (what a server does that re-decodes a window of

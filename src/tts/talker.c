@@ -301,6 +301,11 @@ int32_t tts_session_frames(const tts_session *s) { return s ? s->frames : 0; }
 int32_t tts_session_threads(const tts_session *s) { return pool_size(s->exec.pool); }
 
 void tts_session_use_threads(tts_session *s, int32_t n) { pool_set_active(s->exec.pool, n); }
+
+ember_status tts_session_pin(tts_session *s, const int32_t *cpus, int32_t n)
+{
+    return pool_pin(s->exec.pool, cpus, n);
+}
 int32_t tts_session_prompt_length(const tts_session *s) { return s ? (int32_t)s->prompt.n_rows : 0; }
 double tts_session_talker_ms(const tts_session *s) { return s ? s->talker_ms : 0.0; }
 double tts_session_predictor_ms(const tts_session *s) { return s ? s->pred_ms : 0.0; }

@@ -59,6 +59,8 @@ typedef struct handoff {
     int32_t gen_all, gen_busy;   /* generator threads: decoder idle / decoding */
     int32_t dec_all, dec_busy;   /* decoder threads: alone / beside the generator */
     int32_t alone_chunks;        /* chunks decoded alone (-1: all) */
+    const int32_t *cpus;         /* the decoder thread's CPUs (n_cpus 0: anywhere) */
+    int32_t n_cpus;
     int hold_gen;                /* the generator waits while set */
     int32_t hold_chunk, hold_at; /* the next alone chunk and the frame count that ends it */
     tts_pcm_fn cb;
@@ -78,6 +80,7 @@ static void *decoder_main(void *arg)
 {
     handoff *h = arg;
     const int32_t spf = c2w_stream_model(h->dec)->cfg.samples_per_frame;
+    if (h->n_cpus) pool_pin_self(h->cpus, h->n_cpus); /* a placement hint: failing is harmless */
     for (int32_t i = 0;; i++) {
         const int32_t want = tts_schedule_size(h->schedule, i);
         pthread_mutex_lock(&h->mu);
@@ -216,6 +219,8 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
     h.gen_busy = cpus - h.dec_busy > 0 ? cpus - h.dec_busy : 1;
     if (h.gen_busy > h.gen_all) h.gen_busy = h.gen_all;
     h.alone_chunks = p->alone_chunks;
+    h.cpus = p->decoder_cpus;
+    h.n_cpus = p->n_decoder_cpus;
     h.gen_stats = p->gen_stats;
     h.dec_stats = p->dec_stats;
     h.hold_at = tts_schedule_size(schedule, 0);

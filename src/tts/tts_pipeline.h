@@ -63,6 +63,9 @@ typedef struct tts_pipeline_params {
      * (talker, predictor per frame) and the decoder's (codec decode
      * per chunk, handoff: a chunk's wait from its last frame to its decode) */
     ember_stats *gen_stats, *dec_stats;
+    /* the CPUs the decoder thread runs on (pool_pin_self); n 0: anywhere */
+    const int32_t *decoder_cpus;
+    int32_t n_decoder_cpus;
 } tts_pipeline_params;
 
 tts_pipeline_params tts_pipeline_default_params(void);

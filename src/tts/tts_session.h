@@ -63,6 +63,8 @@ int32_t tts_session_prompt_length(const tts_session *s);
  * steps use (1..threads): a pipeline lends cores to its decoder this way. */
 int32_t tts_session_threads(const tts_session *s);
 void tts_session_use_threads(tts_session *s, int32_t n);
+/* Pins the session's worker threads to cpus[0..n) (pool_pin). */
+ember_status tts_session_pin(tts_session *s, const int32_t *cpus, int32_t n);
 
 /* Milliseconds spent so far in the talker (prefill excluded) and the predictor. */
 double tts_session_talker_ms(const tts_session *s);

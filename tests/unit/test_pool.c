@@ -3,6 +3,7 @@
  * oversubscribed (busy threads compete for the cores, so pool workers are
  * descheduled at arbitrary points, as on a phone with background work). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,49 @@ static void null_pool_runs_on_the_caller(void)
     CHECK(pool_size(NULL) == 1);
 }
 
+/* A pinned pool's workers run only on the given CPU; fewer active workers
+ * leave the rest asleep and every part still runs. */
+typedef struct where {
+    int cpu[64];
+    int worker[64];
+} where;
+
+static void record_cpu(void *p, int part, int n_parts, int worker)
+{
+    where *w = p;
+    (void)n_parts;
+    volatile double x = 0;
+    for (int i = 0; i < 200000; i++) x += i; /* long enough for the worker to take parts */
+    w->cpu[part] = sched_getcpu();
+    w->worker[part] = worker;
+}
+
+static void pinned_workers_stay_on_their_cpus(void)
+{
+    ember_pool *pool = NULL;
+    REQUIRE(pool_create(3, &pool) == EMBER_OK);
+    const int32_t cpu0 = 0;
+    CHECK(pool_pin(pool, &cpu0, 1) == EMBER_OK);
+    const int32_t bad = -1;
+    CHECK(pool_pin(pool, &bad, 1) != EMBER_OK);
+    CHECK(pool_pin(pool, &cpu0, 0) != EMBER_OK);
+    where w;
+    memset(&w, 0xff, sizeof w);
+    pool_run(pool, record_cpu, &w, 64);
+    for (int i = 0; i < 64; i++) {
+        CHECK_MSG(w.worker[i] >= 0 && w.worker[i] < 3, "part %d ran on worker %d", i, w.worker[i]);
+        if (w.worker[i] > 0) CHECK_MSG(w.cpu[i] == 0, "worker %d ran on cpu %d", w.worker[i], w.cpu[i]);
+    }
+    pool_set_active(pool, 1);
+    CHECK(pool_active(pool) == 1);
+    memset(&w, 0xff, sizeof w);
+    pool_run(pool, record_cpu, &w, 16);
+    for (int i = 0; i < 16; i++) CHECK_MSG(w.worker[i] == 0, "part %d on worker %d with 1 active", i, w.worker[i]);
+    pool_set_active(pool, 99);
+    CHECK(pool_active(pool) == 3);
+    pool_free(pool);
+}
+
 int main(void)
 {
     RUN(parts_run_once_two_threads);
@@ -108,5 +152,6 @@ int main(void)
     RUN(parts_run_once_oversubscribed);
     RUN(split_covers_the_range);
     RUN(null_pool_runs_on_the_caller);
+    RUN(pinned_workers_stay_on_their_cpus);
     return check_summary();
 }
