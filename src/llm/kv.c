@@ -36,7 +36,7 @@ ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_cont
         }
         total += 2 * per_slot * (size_t)L->capacity;
     }
-    kv->bytes = total;
+    kv->bytes = total; /* == kv_cache_bytes_for(c, max_context, type) */
     kv->block = ember_large_alloc(kv->bytes);
     if (!kv->block)
         return ember_fail(EMBER_ERR_NO_MEMORY, "KV cache: cannot allocate %zu bytes", kv->bytes);
@@ -51,6 +51,19 @@ ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_cont
         p += per_slot * (size_t)L->capacity;
     }
     return EMBER_OK;
+}
+
+size_t kv_cache_bytes_for(const spark_config *c, int32_t max_context, et_dtype type)
+{
+    const size_t per_slot = (size_t)c->n_kv_heads * ek_row_bytes(type, c->head_dim);
+    size_t total = 0;
+    for (int32_t i = 0; i < c->n_layers; i++) {
+        int32_t slots = max_context;
+        if (c->layer_type[i] == SPARK_SLIDING && c->sliding_window - 1 < max_context)
+            slots = c->sliding_window - 1;
+        total += 2 * per_slot * (size_t)slots;
+    }
+    return total;
 }
 
 void kv_cache_free(kv_cache *kv)

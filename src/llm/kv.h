@@ -39,6 +39,10 @@ ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_cont
                            et_dtype type);
 void kv_cache_free(kv_cache *kv);
 
+/* The bytes kv_cache_init allocates for max_context tokens in `type`: what
+ * admission control reserves before creating a session. */
+size_t kv_cache_bytes_for(const spark_config *c, int32_t max_context, et_dtype type);
+
 /* The slot of absolute position pos in layer L. */
 static inline int32_t kv_slot(const kv_layer *L, int64_t pos)
 {

@@ -1,0 +1,185 @@
+#include "llm/forward.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/pool.h"
+#include "base/status.h"
+#include "kernels/ops.h"
+#include "llm/attention.h"
+
+ember_status llm_work_init(llm_work *w, const ember_model *m, const ek_exec *exec, int32_t rows)
+{
+    memset(w, 0, sizeof *w);
+    const spark_config *c = &m->cfg;
+    const size_t n = (size_t)rows;
+    const size_t qkv_dim = (size_t)llm_qkv_stride(c);
+    const size_t q_dim = (size_t)c->n_heads * (size_t)c->head_dim;
+    w->m = m;
+    w->exec = *exec;
+    w->rows = rows;
+    size_t rope = 0;
+    for (int t = 0; t < SPARK_LAYER_TYPES; t++)
+        rope += (size_t)c->rope[t].rot_dims / 2 * (1 + 2 * n);
+
+    /* the widest matrix input: hidden, heads*head_dim or intermediate */
+    size_t max_cols = (size_t)c->hidden > q_dim ? (size_t)c->hidden : q_dim;
+    if ((size_t)c->intermediate > max_cols) max_cols = (size_t)c->intermediate;
+    size_t qbuf_floats = (ek_exec_qbuf_bytes((int)n, (int64_t)max_cols) + sizeof(float) - 1) /
+                         sizeof(float);
+    w->scores_stride =
+        (attn_scratch_floats(c->n_heads, c->n_kv_heads, c->head_dim, (int32_t)n) + 15) &
+        ~(size_t)15;
+    size_t sizes[] = {n * (size_t)c->hidden, n * (size_t)c->hidden, n * qkv_dim,
+                      n * (size_t)c->n_heads, n * q_dim, n * (size_t)c->intermediate,
+                      n * (size_t)c->intermediate,
+                      w->scores_stride * (size_t)pool_size(w->exec.pool), qbuf_floats};
+    float *qbuf;
+    float **dst[] = {&w->x, &w->h, &w->qkv, &w->gate, &w->attn, &w->ffn_g, &w->ffn_u,
+                     &w->scores, &qbuf};
+    size_t total = rope;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
+    w->block = malloc(total * sizeof(float));
+    if (!w->block)
+        return ember_fail(EMBER_ERR_NO_MEMORY, "forward scratch: cannot allocate %zu bytes",
+                          total * sizeof(float));
+    float *p = w->block;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        *dst[i] = p;
+        p += sizes[i];
+    }
+    w->qbuf = qbuf;
+    for (int t = 0; t < SPARK_LAYER_TYPES; t++) {
+        size_t half = (size_t)c->rope[t].rot_dims / 2;
+        w->inv_freq[t] = p;
+        p += half;
+        w->cos_t[t] = p;
+        p += half * n;
+        w->sin_t[t] = p;
+        p += half * n;
+        ek_rope_inv_freq(w->inv_freq[t], c->rope[t].rot_dims, c->rope[t].theta);
+    }
+    return EMBER_OK;
+}
+
+void llm_work_free(llm_work *w)
+{
+    free(w->block);
+    memset(w, 0, sizeof *w);
+}
+
+int64_t llm_qkv_stride(const spark_config *c)
+{
+    return (int64_t)(c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+}
+
+void llm_embed(llm_work *w, const int32_t *ids, int64_t p0, const int64_t *pos, int32_t n)
+{
+    const spark_config *c = &w->m->cfg;
+    for (int32_t t = 0; t < n; t++)
+        ek_row_to_f32(w->x + (int64_t)t * c->hidden, &w->m->embed, ids[t]);
+    for (int type = 0; type < SPARK_LAYER_TYPES; type++) {
+        int32_t half = c->rope[type].rot_dims / 2;
+        for (int32_t t = 0; t < n; t++)
+            ek_rope_cos_sin(w->cos_t[type] + (int64_t)t * half, w->sin_t[type] + (int64_t)t * half,
+                            w->inv_freq[type], c->rope[type].rot_dims, pos ? pos[t] : p0 + t);
+    }
+}
+
+static void apply_gate(const spark_config *c, float *gate, int32_t n)
+{
+    for (int32_t i = 0; i < n * c->n_heads; i++)
+        gate[i] = c->gate == SPARK_GATE_SILU ? ek_silu(gate[i]) : ek_sigmoid(gate[i]);
+}
+
+void llm_attn_in(llm_work *w, int32_t li, int32_t n)
+{
+    const spark_config *c = &w->m->cfg;
+    const spark_layer *W = &w->m->layers[li];
+    const int type = c->layer_type[li];
+    const int32_t d = c->head_dim, H = c->n_heads, KV = c->n_kv_heads;
+    const int64_t q_dim = (int64_t)H * d, kv_dim = (int64_t)KV * d;
+    const int64_t qkv_dim = llm_qkv_stride(c);
+    const int32_t half = c->rope[type].rot_dims / 2;
+    float *q = w->qkv, *k = w->qkv + q_dim, *v = w->qkv + q_dim + kv_dim;
+
+    for (int32_t t = 0; t < n; t++)
+        ek_rmsnorm(w->h + (int64_t)t * c->hidden, w->x + (int64_t)t * c->hidden, W->attn_norm,
+                   c->hidden, c->rms_eps);
+    ek_matmul(&w->exec, q, qkv_dim, w->h, n, &W->wq, W->bq, w->qbuf);
+    ek_matmul(&w->exec, k, qkv_dim, w->h, n, &W->wk, W->bk, w->qbuf);
+    ek_matmul(&w->exec, v, qkv_dim, w->h, n, &W->wv, W->bv, w->qbuf);
+    if (c->gate != SPARK_GATE_NONE) {
+        ek_matmul(&w->exec, w->gate, H, w->h, n, &W->wg, W->bg, w->qbuf);
+        apply_gate(c, w->gate, n);
+    }
+    for (int32_t t = 0; t < n; t++) {
+        const float *ct = w->cos_t[type] + (int64_t)t * half, *st = w->sin_t[type] + (int64_t)t * half;
+        for (int32_t hh = 0; hh < H; hh++)
+            ek_rope_apply(q + t * qkv_dim + (int64_t)hh * d, ct, st, 2 * half);
+        for (int32_t g = 0; g < KV; g++)
+            ek_rope_apply(k + t * qkv_dim + (int64_t)g * d, ct, st, 2 * half);
+    }
+}
+
+void llm_attn_out(llm_work *w, int32_t li, int32_t n)
+{
+    const spark_config *c = &w->m->cfg;
+    const spark_layer *W = &w->m->layers[li];
+    const int32_t d = c->head_dim, H = c->n_heads;
+    const int64_t q_dim = (int64_t)H * d;
+    if (c->gate != SPARK_GATE_NONE)
+        for (int32_t t = 0; t < n; t++)
+            for (int32_t hh = 0; hh < H; hh++) {
+                float g = w->gate[t * H + hh], *o = w->attn + t * q_dim + (int64_t)hh * d;
+                for (int32_t j = 0; j < d; j++) o[j] *= g;
+            }
+    ek_matmul(&w->exec, w->h, c->hidden, w->attn, n, &W->wo, W->bo, w->qbuf);
+    for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) w->x[i] += w->h[i];
+}
+
+typedef struct geglu_task {
+    float *g;
+    const float *u;
+    int64_t n;
+    ek_glu_fn glu;
+    ek_glu_act act;
+} geglu_task;
+
+/* g = gelu(g) * u, split over the workers: even vectorized, the exact erf
+ * GELU is costly enough to matter at decode. */
+static void run_geglu(void *p, int part, int n_parts, int worker)
+{
+    const geglu_task *t = p;
+    int64_t a, b;
+    (void)worker;
+    pool_split(t->n, 64, part, n_parts, &a, &b);
+    if (b > a) t->glu(t->g + a, t->u + a, b - a, t->act);
+}
+
+void llm_mlp(llm_work *w, int32_t li, int32_t n)
+{
+    const spark_config *c = &w->m->cfg;
+    const spark_layer *W = &w->m->layers[li];
+    const int64_t inter = c->intermediate;
+
+    for (int32_t t = 0; t < n; t++)
+        ek_rmsnorm(w->h + (int64_t)t * c->hidden, w->x + (int64_t)t * c->hidden, W->mlp_norm,
+                   c->hidden, c->rms_eps);
+    ek_matmul(&w->exec, w->ffn_g, inter, w->h, n, &W->w_gate, W->b_gate, w->qbuf);
+    ek_matmul(&w->exec, w->ffn_u, inter, w->h, n, &W->w_up, W->b_up, w->qbuf);
+    geglu_task task = {w->ffn_g, w->ffn_u, (int64_t)n * inter, w->exec.kernels->glu,
+                       w->m->params.gelu == EMBER_GELU_TANH ? EK_GLU_GELU_TANH : EK_GLU_GELU_ERF};
+    pool_run(w->exec.pool, run_geglu, &task, 4 * pool_size(w->exec.pool));
+    ek_matmul(&w->exec, w->h, c->hidden, w->ffn_g, n, &W->w_down, W->b_down, w->qbuf);
+    for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) w->x[i] += w->h[i];
+}
+
+void llm_logits(llm_work *w, int32_t first, int32_t n, float *out)
+{
+    const spark_config *c = &w->m->cfg;
+    for (int32_t t = 0; t < n; t++)
+        ek_rmsnorm(w->h + (int64_t)t * c->hidden, w->x + (int64_t)(first + t) * c->hidden,
+                   w->m->final_norm, c->hidden, c->rms_eps);
+    ek_matmul(&w->exec, out, c->vocab, w->h, n, &w->m->lm_head, NULL, w->qbuf);
+}

@@ -1,0 +1,86 @@
+#include "llm/prefix.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "llm/session_internal.h"
+
+/* Positions of a sliding layer visible at pos: the last window-1 (or fewer). */
+static int64_t ring_first(const kv_layer *L, int64_t pos)
+{
+    return pos > L->window - 1 ? pos - (L->window - 1) : 0;
+}
+
+static char *row_at(const kv_layer *L, void *base, int32_t g, int64_t p)
+{
+    return (char *)base + ((size_t)g * (size_t)L->capacity + (size_t)kv_slot(L, p)) * L->row_bytes;
+}
+
+ember_status llm_ring_snapshot_take(const ember_session *s, llm_ring_snapshot *out)
+{
+    memset(out, 0, sizeof *out);
+    const kv_cache *kv = &s->kv;
+    size_t bytes = 0;
+    for (int32_t i = 0; i < kv->n_layers; i++) {
+        const kv_layer *L = &kv->layers[i];
+        if (L->window)
+            bytes += 2 * (size_t)kv->kv_heads * (size_t)(s->pos - ring_first(L, s->pos)) * L->row_bytes;
+    }
+    out->pos = s->pos;
+    out->bytes = bytes;
+    if (bytes && !(out->rows = malloc(bytes)))
+        return ember_fail(EMBER_ERR_NO_MEMORY, "ring snapshot: cannot allocate %zu bytes", bytes);
+    char *p = out->rows;
+    for (int32_t i = 0; i < kv->n_layers; i++) {
+        const kv_layer *L = &kv->layers[i];
+        if (!L->window) continue;
+        for (int side = 0; side < 2; side++)
+            for (int32_t g = 0; g < kv->kv_heads; g++)
+                for (int64_t pos = ring_first(L, s->pos); pos < s->pos; pos++) {
+                    memcpy(p, row_at(L, side ? L->v : L->k, g, pos), L->row_bytes);
+                    p += L->row_bytes;
+                }
+    }
+    return EMBER_OK;
+}
+
+void llm_ring_snapshot_free(llm_ring_snapshot *snap)
+{
+    free(snap->rows);
+    memset(snap, 0, sizeof *snap);
+}
+
+ember_status llm_session_resume(ember_session *dst, const ember_session *src, int64_t n,
+                                const llm_ring_snapshot *snap)
+{
+    if (!dst || !src || dst->m != src->m || dst->pos != 0 || dst->kv.layers[0].type != src->kv.layers[0].type)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "resume: needs an empty session of the same model and KV format");
+    if (n < 1 || n > src->pos || n >= dst->p.max_context || (n < src->pos && (!snap || snap->pos != n)))
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "resume: %lld tokens from a session holding %lld into max_context %d%s",
+                          (long long)n, (long long)src->pos, dst->p.max_context,
+                          n < src->pos ? " needs a snapshot at that position" : "");
+    const kv_cache *from = &src->kv;
+    const char *snap_row = n < src->pos ? snap->rows : NULL;
+    for (int32_t i = 0; i < from->n_layers; i++) {
+        const kv_layer *S = &from->layers[i];
+        kv_layer *D = &dst->kv.layers[i];
+        for (int side = 0; side < 2; side++)
+            for (int32_t g = 0; g < from->kv_heads; g++) {
+                if (!S->window) { /* full: the first n rows, contiguous in both */
+                    memcpy(row_at(D, side ? D->v : D->k, g, 0), row_at(S, side ? S->v : S->k, g, 0),
+                           (size_t)n * S->row_bytes);
+                    continue;
+                }
+                for (int64_t pos = ring_first(S, n); pos < n; pos++) {
+                    const char *row = snap_row ? snap_row : row_at(S, side ? S->v : S->k, g, pos);
+                    memcpy(row_at(D, side ? D->v : D->k, g, pos), row, S->row_bytes);
+                    if (snap_row) snap_row += S->row_bytes;
+                }
+            }
+    }
+    dst->pos = n;
+    dst->has_logits = 0;
+    return EMBER_OK;
+}
