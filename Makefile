@@ -11,7 +11,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wpointer-arith -Wvla -Wformat=2
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fno-math-errno $(WARN) -Iinclude -Isrc -MMD -MP
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lm -lpthread
 
 ifeq ($(SAN),1)
 CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

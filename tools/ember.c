@@ -28,6 +28,8 @@ static void usage(FILE *f)
             "            [--chunks 2,4,8,16,25]   speech, decoded while it is generated\n"
             "  decode-codes -m DIR --codes FRAMES.json [-o OUT.wav] [--chunks 2,4,8]\n"
             "            codec frames -> 24 kHz audio with the speech decoder\n"
+            "  serve     -m DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-seqs N]\n"
+            "            an OpenAI-compatible server: /v1/chat/completions, /v1/completions, ...\n"
             "  probe     [--json] [--root DIR] [--derive MODEL_DIR]   hardware profile and derived settings\n"
             "run 'ember <command> --help' for the options of one command\n");
 }
@@ -91,6 +93,7 @@ static const struct {
     {"decode-codes", cmd_decode_codes},
     {"tts", cmd_tts},
     {"probe", cmd_probe},
+    {"serve", cmd_serve},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,435 @@
+#include "serve/engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/pool.h"
+#include "base/status.h"
+#include "llm/batch.h"
+#include "serve/format.h"
+#include "serve/prefix_cache.h"
+#include "text/textgen.h"
+
+/* How long an idle engine sleeps before looking at its queue's deadlines. */
+#define IDLE_WAIT_S 0.05
+/* A stream whose client has this many bytes unread pauses (skips decode
+ * steps) until it catches up: a slow reader costs a row, not memory. */
+#define MAX_UNREAD_BYTES ((size_t)256 << 10)
+
+typedef struct slot {
+    sv_job *job;
+    ember_session *s;
+    et_textgen *gen;
+    size_t bytes;      /* KV reserved */
+    size_t prefilled;  /* prompt tokens run so far */
+    int32_t next;      /* the id the next decode step feeds */
+    int decoding;      /* prompt done, `next` pending */
+    int over;          /* the response ended this step */
+    int keep;          /* it ended well: offer the session to the prefix cache */
+    int32_t *held;     /* the tokens the session holds (prompt, then fed ids) */
+    size_t n_held;
+    llm_ring_snapshot snap; /* taken where the prompt ended */
+} slot;
+
+struct sv_engine {
+    const ember_model *m;
+    const et_tokenizer *tok;
+    sv_engine_params p;
+    sv_metrics *metrics;
+    llm_batch *batch;
+    sv_prefix_cache *prefix;
+    pthread_t thread;
+    int started;
+
+    pthread_mutex_t mu; /* guards the queue, kv_used and stopping */
+    pthread_cond_t cv;
+    sv_job **queue;     /* ring of max_queue */
+    int q_head, q_len;
+    size_t kv_used;
+    int stopping;
+
+    /* engine thread only */
+    slot *slots;        /* max_seqs */
+    int n_slots;
+    ember_session **rows;
+    int32_t *ids;
+    int *row_slot;
+    float *logits;      /* vocab: the sampler works on a copy */
+};
+
+size_t sv_engine_kv_bytes(const sv_engine *e, int32_t n_tokens)
+{
+    return llm_session_kv_bytes(e->m, n_tokens, e->p.kv_type);
+}
+
+static void set_gauges(sv_engine *e)
+{
+    pthread_mutex_lock(&e->metrics->mu);
+    e->metrics->queue_depth = e->q_len;
+    e->metrics->active = e->n_slots;
+    e->metrics->kv_bytes_in_use = (int64_t)e->kv_used;
+    pthread_mutex_unlock(&e->metrics->mu);
+}
+
+static void fail_job(sv_job *j, int status, const char *type, const char *code, const char *msg)
+{
+    sv_error err;
+    sv_error_set(&err, status, type, NULL, code, "%s", msg);
+    sv_format_error(j, &err);
+}
+
+static int on_event(void *user, const et_toolcall_event *ev)
+{
+    sv_job *j = user;
+    return sv_format_event(j, ev) ? 1 : 0;
+}
+
+/* Ends slot i (moving the last slot into its place): the response's end, or
+ * the error already written; frees the sequence and its reservation. */
+static void release_slot(sv_engine *e, int i)
+{
+    slot *s = &e->slots[i];
+    if (s->keep && s->s) {
+        sv_prefix_cache_put(e->prefix, s->s, s->held, s->n_held, &s->snap);
+    } else {
+        ember_session_free(s->s);
+        free(s->held);
+        llm_ring_snapshot_free(&s->snap);
+    }
+    et_textgen_free(s->gen);
+    sv_job_unref(s->job);
+    pthread_mutex_lock(&e->mu);
+    e->kv_used -= s->bytes;
+    pthread_mutex_unlock(&e->mu);
+    e->slots[i] = e->slots[--e->n_slots];
+}
+
+/* finish: what the last step said (LENGTH stays LENGTH at the end). */
+static void finish_slot(sv_engine *e, slot *s, et_finish finish)
+{
+    sv_job *j = s->job;
+    if (et_textgen_end(s->gen, &finish)) {
+        fail_job(j, 500, "server_error", NULL, ember_last_error());
+        return;
+    }
+    j->completion_tokens = et_textgen_count(s->gen);
+    pthread_mutex_lock(&e->metrics->mu);
+    e->metrics->completion_tokens += (uint64_t)j->completion_tokens;
+    pthread_mutex_unlock(&e->metrics->mu);
+    sv_format_finish(j, et_finish_name(finish), (int32_t)j->n_prompt);
+    s->keep = (size_t)ember_session_position(s->s) == s->n_held;
+}
+
+/* Samples from the session's logits; 1 when the response is over. */
+static int sample(sv_engine *e, slot *s)
+{
+    et_finish finish = ET_FINISH_NONE;
+    memcpy(e->logits, ember_session_logits(s->s),
+           (size_t)ember_model_vocab_size(e->m) * sizeof *e->logits);
+    if (s->job->t_first_token == 0) {
+        s->job->t_first_token = sv_now();
+        sv_metrics_observe(e->metrics, &e->metrics->ttft, s->job->t_first_token - s->job->t_submit);
+    }
+    if (et_textgen_step(s->gen, e->logits, &s->next, &finish)) {
+        fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+        return -1;
+    }
+    if (finish) {
+        finish_slot(e, s, finish);
+        return 1;
+    }
+    s->decoding = 1;
+    return 0;
+}
+
+/* A new sequence: its session (sized to prompt + max_tokens exactly) and
+ * its generator. */
+static int start_slot(sv_engine *e, slot *s)
+{
+    sv_job *j = s->job;
+    ember_session_params sp = ember_session_default_params();
+    sp.max_context = (int32_t)(j->n_prompt + (size_t)j->max_tokens);
+    sp.n_threads = 1;      /* the batch's pool runs everything */
+    sp.prefill_chunk = 1;  /* the batch's scratch runs the prefill */
+    sp.kv_type = e->p.kv_type;
+    if (ember_session_create(e->m, &sp, &s->s) ||
+        et_textgen_create(e->tok, ember_model_vocab_size(e->m), &j->gp, on_event, j, &s->gen) ||
+        et_textgen_begin(s->gen, j->prompt, j->n_prompt)) {
+        fail_job(j, 500, "server_error", NULL, ember_last_error());
+        return -1;
+    }
+    if (!(s->held = malloc((j->n_prompt + (size_t)j->max_tokens) * sizeof *s->held))) {
+        fail_job(j, 500, "server_error", NULL, "out of memory");
+        return -1;
+    }
+    memcpy(s->held, j->prompt, j->n_prompt * sizeof *s->held);
+    s->n_held = j->n_prompt;
+    s->prefilled = sv_prefix_cache_resume(e->prefix, s->s, j->prompt, j->n_prompt);
+    j->cached_tokens = (int32_t)s->prefilled;
+    return 0;
+}
+
+/* Removes queued jobs whose client left or whose deadline passed. Under mu. */
+static void drop_stale_queued(sv_engine *e, double now)
+{
+    int kept = 0, max = e->p.max_queue;
+    for (int k = 0; k < e->q_len; k++) {
+        sv_job *j = e->queue[(e->q_head + k) % max];
+        int gone = sv_job_cancelled(j), late = now > j->deadline;
+        if (gone || late) {
+            if (late) fail_job(j, 504, "timeout_error", "timeout", "the request timed out in the queue");
+            else sv_job_finish(j, 499, NULL, 0);
+            sv_job_unref(j);
+            continue;
+        }
+        e->queue[(e->q_head + kept++) % max] = j;
+    }
+    e->q_len = kept;
+}
+
+/* Moves queued jobs into free slots while their KV fits. Under mu. */
+static void admit(sv_engine *e)
+{
+    while (e->q_len && e->n_slots < e->p.max_seqs) {
+        sv_job *j = e->queue[e->q_head];
+        size_t bytes = sv_engine_kv_bytes(e, (int32_t)(j->n_prompt + (size_t)j->max_tokens));
+        if (e->kv_used + bytes > e->p.kv_budget) break; /* in order: no overtaking */
+        e->q_head = (e->q_head + 1) % e->p.max_queue;
+        e->q_len--;
+        e->kv_used += bytes;
+        slot *s = &e->slots[e->n_slots++];
+        memset(s, 0, sizeof *s);
+        s->job = j;
+        s->bytes = bytes;
+    }
+}
+
+/* One engine step over the admitted sequences (no lock held). Returns the
+ * tokens it ran: 0 when every sequence waits for its reader. */
+static int step(sv_engine *e)
+{
+    int ran = 0;
+    const double now = sv_now();
+    /* 1. the gone and the late */
+    for (int i = 0; i < e->n_slots;) {
+        sv_job *j = e->slots[i].job;
+        if (sv_job_cancelled(j)) {
+            sv_job_finish(j, 499, NULL, 0); /* nobody reads it */
+            pthread_mutex_lock(&e->metrics->mu);
+            e->metrics->cancelled++;
+            pthread_mutex_unlock(&e->metrics->mu);
+            release_slot(e, i);
+            ran++; /* a freed row: the queue may move */
+        } else if (now > j->deadline) {
+            fail_job(j, 504, "timeout_error", "timeout", "the request timed out");
+            release_slot(e, i);
+            ran++;
+        } else {
+            i++;
+        }
+    }
+    /* 2. prefill pieces; the last piece's logits give the first token */
+    for (int i = 0; i < e->n_slots;) {
+        slot *s = &e->slots[i];
+        int over = 0;
+        if (!s->decoding) {
+            if (!s->s && start_slot(e, s)) over = 1;
+            if (!over) {
+                size_t left = s->job->n_prompt - s->prefilled;
+                size_t n = left < (size_t)e->p.prefill_piece ? left : (size_t)e->p.prefill_piece;
+                if (llm_batch_prefill(e->batch, s->s, s->job->prompt + s->prefilled, n)) {
+                    fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+                    over = 1;
+                } else {
+                    ran += (int)n;
+                    s->prefilled += n;
+                    if (s->prefilled == s->job->n_prompt) {
+                        /* the message boundary a later turn may resume from */
+                        if (e->p.prefix_cache_bytes && llm_ring_snapshot_take(s->s, &s->snap))
+                            llm_ring_snapshot_free(&s->snap);
+                        over = sample(e, s) != 0;
+                    }
+                }
+            }
+        }
+        if (over) release_slot(e, i);
+        else i++;
+    }
+    /* 3. one batched decode step of everything that has a token pending */
+    int n = 0;
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i].decoding &&
+            !(e->slots[i].job->req.stream && sv_job_unread(e->slots[i].job) > MAX_UNREAD_BYTES)) {
+            e->rows[n] = e->slots[i].s;
+            e->ids[n] = e->slots[i].next;
+            e->row_slot[n++] = i;
+        }
+    if (n && llm_batch_decode(e->batch, e->rows, e->ids, n)) {
+        for (int r = 0; r < n; r++) {
+            fail_job(e->slots[e->row_slot[r]].job, 500, "server_error", NULL, ember_last_error());
+            e->slots[e->row_slot[r]].over = 1;
+        }
+    } else {
+        for (int r = 0; r < n; r++) {
+            slot *s = &e->slots[e->row_slot[r]];
+            s->held[s->n_held++] = e->ids[r];
+            s->over = sample(e, s) != 0;
+        }
+    }
+    /* backwards: a release moves the last slot into the freed place, and
+     * that one was already looked at */
+    for (int i = e->n_slots - 1; i >= 0; i--)
+        if (e->slots[i].over) release_slot(e, i);
+    return ran + n;
+}
+
+/* Waits on the engine's condition for at most IDLE_WAIT_S. Under mu. */
+static void idle_wait(sv_engine *e)
+{
+    struct timespec ts;
+    double until = sv_now() + IDLE_WAIT_S;
+    ts.tv_sec = (time_t)until;
+    ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+    pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+}
+
+static void *engine_main(void *arg)
+{
+    sv_engine *e = arg;
+    pthread_mutex_lock(&e->mu);
+    while (!e->stopping) {
+        drop_stale_queued(e, sv_now());
+        admit(e);
+        set_gauges(e);
+        if (e->n_slots == 0) {
+            idle_wait(e);
+            continue;
+        }
+        pthread_mutex_unlock(&e->mu);
+        int ran = step(e);
+        pthread_mutex_lock(&e->mu);
+        if (!ran) idle_wait(e); /* every stream waits for its reader */
+    }
+    pthread_mutex_unlock(&e->mu);
+    while (e->n_slots) {
+        fail_job(e->slots[0].job, 503, "server_error", "shutting_down", "the server is shutting down");
+        release_slot(e, 0);
+    }
+    return NULL;
+}
+
+int sv_engine_submit(sv_engine *e, sv_job *j, sv_error *err)
+{
+    size_t bytes = sv_engine_kv_bytes(e, (int32_t)(j->n_prompt + (size_t)j->max_tokens));
+    if (bytes > e->p.kv_budget)
+        return sv_error_set(err, 400, "invalid_request_error", "max_tokens", "context_length_exceeded",
+                            "the prompt (%zu tokens) and max_tokens (%d) need %zu KV bytes, more "
+                            "than the server's budget of %zu",
+                            j->n_prompt, j->max_tokens, bytes, e->p.kv_budget);
+    pthread_mutex_lock(&e->mu);
+    int rc = 0;
+    if (e->stopping) {
+        rc = sv_error_set(err, 503, "server_error", NULL, "shutting_down", "the server is shutting down");
+    } else if (e->q_len == e->p.max_queue) {
+        rc = sv_error_set(err, 503, "server_error", NULL, "queue_full",
+                          "the server is busy: %d requests are waiting; retry later", e->q_len);
+    } else {
+        sv_job_ref(j);
+        e->queue[(e->q_head + e->q_len++) % e->p.max_queue] = j;
+        pthread_cond_signal(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (rc && err->status == 503 && err->code && !strcmp(err->code, "queue_full")) {
+        pthread_mutex_lock(&e->metrics->mu);
+        e->metrics->rejected_full++;
+        pthread_mutex_unlock(&e->metrics->mu);
+    }
+    return rc;
+}
+
+ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
+                              const sv_engine_params *p, sv_metrics *metrics, sv_engine **out)
+{
+    *out = NULL;
+    if (p->max_seqs < 1 || p->max_seqs > 1024 || p->max_queue < 1 || p->max_queue > 1 << 20 ||
+        p->ctx < 2 || p->ctx > ember_model_max_positions(model) || p->prefill_piece < 1)
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "engine: max_seqs %d, max_queue %d, ctx %d (model: %d), prefill piece %d "
+                          "out of range",
+                          p->max_seqs, p->max_queue, p->ctx, ember_model_max_positions(model),
+                          p->prefill_piece);
+    sv_engine *e = calloc(1, sizeof *e);
+    if (!e) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
+    e->m = model;
+    e->tok = tok;
+    e->p = *p;
+    e->metrics = metrics;
+    if (!e->p.kv_budget) e->p.kv_budget = (size_t)p->max_seqs * sv_engine_kv_bytes(e, p->ctx);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    ember_status st = llm_batch_create(model, p->max_seqs, p->n_threads, &e->batch);
+    if (!st) {
+        e->queue = calloc((size_t)p->max_queue, sizeof *e->queue);
+        e->slots = calloc((size_t)p->max_seqs, sizeof *e->slots);
+        e->rows = calloc((size_t)p->max_seqs, sizeof *e->rows);
+        e->ids = calloc((size_t)p->max_seqs, sizeof *e->ids);
+        e->row_slot = calloc((size_t)p->max_seqs, sizeof *e->row_slot);
+        e->logits = calloc((size_t)ember_model_vocab_size(model), sizeof *e->logits);
+        e->prefix = sv_prefix_cache_create(p->prefix_cache_bytes, 64, metrics);
+        if (!e->queue || !e->slots || !e->rows || !e->ids || !e->row_slot || !e->logits || !e->prefix)
+            st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
+    }
+    if (!st && pthread_create(&e->thread, NULL, engine_main, e))
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "engine: cannot start its thread");
+    if (st) {
+        sv_engine_free(e);
+        return st;
+    }
+    e->started = 1;
+    pthread_mutex_lock(&metrics->mu);
+    metrics->kv_bytes_budget = (int64_t)e->p.kv_budget;
+    pthread_mutex_unlock(&metrics->mu);
+    *out = e;
+    return EMBER_OK;
+}
+
+void sv_engine_shutdown(sv_engine *e)
+{
+    if (!e) return;
+    pthread_mutex_lock(&e->mu);
+    int was_running = e->started && !e->stopping;
+    e->stopping = 1;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (was_running) pthread_join(e->thread, NULL);
+    pthread_mutex_lock(&e->mu);
+    for (; e->q_len; e->q_len--, e->q_head = (e->q_head + 1) % e->p.max_queue) {
+        sv_job *j = e->queue[e->q_head];
+        fail_job(j, 503, "server_error", "shutting_down", "the server is shutting down");
+        sv_job_unref(j);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void sv_engine_free(sv_engine *e)
+{
+    if (!e) return;
+    sv_engine_shutdown(e);
+    llm_batch_free(e->batch);
+    sv_prefix_cache_free(e->prefix);
+    free(e->queue);
+    free(e->slots);
+    free(e->rows);
+    free(e->ids);
+    free(e->row_slot);
+    free(e->logits);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}

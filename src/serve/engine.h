@@ -1,0 +1,66 @@
+/* The engine: one thread owns the model's sessions and runs every admitted
+ * sequence. HTTP threads only submit jobs and read their output (job.h).
+ *
+ * Each step, the engine
+ *   1. drops sequences whose client left or whose deadline passed (their KV
+ *      reservation is released at once, so a waiting request can start),
+ *   2. admits queued jobs in arrival order while their exact KV bytes (the
+ *      session's geometry for prompt + max_tokens: sliding layers capped at
+ *      the window, full layers the whole length) fit the budget and a row
+ *      is free; nothing admitted is ever preempted,
+ *   3. runs one prefill piece of each newly admitted sequence (pieces keep
+ *      a long prompt from stalling the others' streams), after resuming
+ *      what it can from the prefix cache (prefix_cache.h),
+ *   4. decodes one token of every other sequence in one batched step
+ *      (llm/batch.h: one matmul per weight matrix for all rows),
+ *   5. samples, streams and finishes sequences (text/textgen.h).
+ * A full queue refuses at submission (503 with Retry-After).
+ *
+ * Speech (/v1/audio/speech) is not served yet: a TTS engine would be a
+ * second engine of the same shape (its own thread, queue and jobs, writing
+ * audio bytes into the job instead of SSE text), registered beside this
+ * one by the server; the metrics already have its time-to-first-audio
+ * histogram. */
+#ifndef EMBER_SERVE_ENGINE_H
+#define EMBER_SERVE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember.h"
+#include "serve/job.h"
+#include "serve/metrics.h"
+#include "text/tokenizer.h"
+
+typedef struct sv_engine_params {
+    int max_seqs;       /* sequences decoded together (rows per step) */
+    int32_t ctx;        /* the most tokens one sequence may hold */
+    int n_threads;      /* 0: one per online CPU */
+    int max_queue;      /* jobs waiting for admission before 503 */
+    size_t kv_budget;   /* KV bytes all sequences may reserve; 0: max_seqs
+                           sequences of ctx tokens */
+    ember_type kv_type;
+    int32_t prefill_piece; /* prompt tokens per sequence per step */
+    size_t prefix_cache_bytes; /* finished conversations kept for reuse; 0: off */
+} sv_engine_params;
+
+typedef struct sv_engine sv_engine;
+
+/* Starts the engine thread. model, tok (detokenizes the replies) and
+ * metrics (gauges, token counts) must outlive the engine. */
+ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
+                              const sv_engine_params *p, sv_metrics *metrics, sv_engine **out);
+/* Stops the thread; running and queued jobs end with 503, and later
+ * submissions are refused (503). The engine stays valid until freed. */
+void sv_engine_shutdown(sv_engine *e);
+void sv_engine_free(sv_engine *e); /* shuts down first if needed */
+
+/* The KV bytes a sequence of n tokens reserves. */
+size_t sv_engine_kv_bytes(const sv_engine *e, int32_t n_tokens);
+
+/* Queues a job whose prompt and max_tokens are set and checked against
+ * ctx. On success the engine holds a reference until it finishes the job.
+ * On failure (queue full: 503; never fits the budget: 400) *err says why. */
+int sv_engine_submit(sv_engine *e, sv_job *j, sv_error *err);
+
+#endif

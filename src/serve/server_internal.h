@@ -1,0 +1,42 @@
+/* The server's state, shared by its lifecycle (server.c), its routes
+ * (routes.c) and the HTTP glue (http.c). */
+#ifndef EMBER_SERVE_SERVER_INTERNAL_H
+#define EMBER_SERVE_SERVER_INTERNAL_H
+
+#include <pthread.h>
+
+#include "serve/engine.h"
+#include "serve/metrics.h"
+#include "serve/server.h"
+#include "text/chat.h"
+#include "text/textgen.h"
+#include "text/tokenizer.h"
+
+struct MHD_Daemon;
+
+enum { SV_MAX_STOP_IDS = 16 };
+
+struct sv_server {
+    sv_server_params p;
+    char *api_key;
+    char model_name[256];
+    long long started;          /* unix seconds */
+    ember_model *model;
+    et_tokenizer *tok;
+    et_chat_template *tmpl;
+    int32_t stop_ids[SV_MAX_STOP_IDS];
+    size_t n_stop_ids;
+    et_sampler_params sampling; /* the model's generation_config defaults */
+    sv_metrics metrics;
+    sv_engine *engine;
+    struct MHD_Daemon *daemon;
+    int port;
+    pthread_mutex_t id_mu;      /* response ids and default seeds */
+    uint64_t next_id;
+};
+
+/* Starts / stops the libmicrohttpd listener (http.c). */
+ember_status sv_http_start(sv_server *s);
+void sv_http_stop(sv_server *s);
+
+#endif

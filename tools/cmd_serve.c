@@ -1,0 +1,131 @@
+/* `ember serve`: the OpenAI-compatible server (src/serve/server.h) until
+ * SIGINT or SIGTERM. */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "serve/server.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ember serve -m MODEL_DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
+            "                   [--max-seqs 8] [--ctx 4096] [--threads N] [--max-queue N]\n"
+            "                   [--timeout SECONDS] [--max-body BYTES] [--prefix-cache MB] [options]\n"
+            "  POST /v1/chat/completions, POST /v1/completions, GET /v1/models,\n"
+            "  GET /health, GET /metrics (OpenAI request and response shapes)\n"
+            "  --host ADDR       IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
+            "  --port N          0 picks a free port; the address is printed on stderr\n"
+            "  --api-key KEY     require Authorization: Bearer KEY (or $EMBER_API_KEY)\n"
+            "  --max-seqs N      sequences decoded together in one batch (default 8)\n"
+            "  --ctx N           tokens per sequence, prompt + reply (default 4096)\n"
+            "  --max-queue N     requests waiting for a free sequence before 503 (default 4 x max-seqs)\n"
+            "  --timeout S       per-request limit in seconds (decimals allowed), queueing included\n"
+            "                    (default 600)\n"
+            "  --max-body BYTES  request body cap (default 4194304)\n"
+            "  --prefix-cache MB finished conversations kept so the next turn runs only its new\n"
+            "                    tokens (default 256, 0: off)\n%s",
+            cli_common_usage);
+}
+
+static int parse_long(const char *arg, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    enum { OPT_HOST = 1, OPT_PORT, OPT_API_KEY, OPT_MAX_SEQS, OPT_CTX, OPT_MAX_QUEUE, OPT_TIMEOUT,
+           OPT_MAX_BODY, OPT_PREFIX_CACHE };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, OPT_HOST},
+        {"port", required_argument, 0, OPT_PORT},     {"api-key", required_argument, 0, OPT_API_KEY},
+        {"max-seqs", required_argument, 0, OPT_MAX_SEQS}, {"ctx", required_argument, 0, OPT_CTX},
+        {"max-queue", required_argument, 0, OPT_MAX_QUEUE},
+        {"timeout", required_argument, 0, OPT_TIMEOUT},
+        {"max-body", required_argument, 0, OPT_MAX_BODY},
+        {"prefix-cache", required_argument, 0, OPT_PREFIX_CACHE},
+        {"help", no_argument, 0, 'h'},                CLI_COMMON_OPTIONS,
+        {0, 0, 0, 0}};
+    sv_server_params p;
+    sv_server_params_default(&p);
+    p.api_key = getenv("EMBER_API_KEY");
+    if (p.api_key && !*p.api_key) p.api_key = NULL;
+    ember_session_params sp = ember_session_default_params();
+    int opt;
+    long v = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+        int r = 0;
+        switch (opt) {
+        case 'm': p.model_dir = optarg; break;
+        case OPT_HOST: p.host = optarg; break;
+        case OPT_API_KEY: p.api_key = optarg; break;
+        case OPT_PORT: r = parse_long(optarg, 0, 65535, &v); p.port = (int)v; break;
+        case OPT_MAX_SEQS: r = parse_long(optarg, 1, 1024, &v); p.max_seqs = (int)v; break;
+        case OPT_CTX: r = parse_long(optarg, 2, 1 << 24, &v); p.ctx = (int32_t)v; break;
+        case OPT_MAX_QUEUE: r = parse_long(optarg, 1, 1 << 20, &v); p.max_queue = (int)v; break;
+        case OPT_TIMEOUT: {
+            char *end;
+            p.timeout_s = strtod(optarg, &end);
+            r = end == optarg || *end || !(p.timeout_s >= 0.01 && p.timeout_s <= 86400) ? -1 : 0;
+            break;
+        }
+        case OPT_MAX_BODY: r = parse_long(optarg, 1024, 1L << 30, &v); p.max_body = (size_t)v; break;
+        case OPT_PREFIX_CACHE:
+            r = parse_long(optarg, 0, 1L << 20, &v);
+            p.prefix_cache_bytes = (size_t)v << 20;
+            break;
+        case 'h': usage(stdout); return 0;
+        default:
+            r = cli_common_option(opt, optarg, "serve", &p.model, &sp);
+            if (r == 0) usage(stderr);
+            if (r != 1) return 2;
+            r = 0;
+        }
+        if (r) {
+            const struct option *o = opts;
+            while (o->name && o->val != opt) o++;
+            fprintf(stderr, "ember serve: bad value '%s' for --%s\n", optarg, o->name ? o->name : "?");
+            return 2;
+        }
+    }
+    if (!p.model_dir || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    p.n_threads = sp.n_threads;
+    p.kv_type = sp.kv_type;
+
+    /* Every thread the server starts inherits this mask: the signals are
+     * taken here by sigwait, and a peer that hangs up never raises SIGPIPE. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    sigdelset(&stop, SIGPIPE);
+
+    sv_server *s;
+    if (sv_server_start(&p, &s) != EMBER_OK) {
+        fprintf(stderr, "ember serve: %s\n", ember_last_error());
+        return 1;
+    }
+    fprintf(stderr, "ember serve: listening on http://%s:%d (model %s)\n",
+            strcmp(p.host, "localhost") ? p.host : "127.0.0.1", sv_server_port(s), p.model_dir);
+    fflush(stderr);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "ember serve: signal %d, stopping\n", sig);
+    sv_server_stop(s);
+    return 0;
+}
