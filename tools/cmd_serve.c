@@ -15,8 +15,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ember serve -m MODEL_DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
             "                   [--max-seqs 8] [--ctx 4096] [--threads N] [--max-queue N]\n"
-            "                   [--timeout SECONDS] [--max-body BYTES] [--prefix-cache MB] [options]\n"
-            "  POST /v1/chat/completions, POST /v1/completions, GET /v1/models,\n"
+            "                   [--timeout SECONDS] [--max-body BYTES] [--prefix-cache MB]\n"
+            "                   [--tts QWEN3_TTS_DIR] [options]\n"
+            "  POST /v1/chat/completions, POST /v1/completions, POST /v1/audio/speech, GET /v1/models,\n"
             "  GET /health, GET /metrics (OpenAI request and response shapes)\n"
             "  --host ADDR       IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
             "  --port N          0 picks a free port; the address is printed on stderr\n"
@@ -28,7 +29,11 @@ static void usage(FILE *f)
             "                    (default 600)\n"
             "  --max-body BYTES  request body cap (default 4194304)\n"
             "  --prefix-cache MB finished conversations kept so the next turn runs only its new\n"
-            "                    tokens (default 256, 0: off)\n%s",
+            "                    tokens (default 256, 0: off)\n"
+            "  --tts DIR         also serve POST /v1/audio/speech with this Qwen3-TTS model\n"
+            "  --tts-dtype T     its talker and predictor weights (f32|bf16|q8_0; default as stored)\n"
+            "  --profile auto|off|explain  the derived profile picks the LLM's weight format\n"
+            "                    and threads unless given (default auto)\n%s",
             cli_common_usage);
 }
 
@@ -44,7 +49,7 @@ static int parse_long(const char *arg, long lo, long hi, long *out)
 int cmd_serve(int argc, char **argv)
 {
     enum { OPT_HOST = 1, OPT_PORT, OPT_API_KEY, OPT_MAX_SEQS, OPT_CTX, OPT_MAX_QUEUE, OPT_TIMEOUT,
-           OPT_MAX_BODY, OPT_PREFIX_CACHE };
+           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, OPT_HOST},
         {"port", required_argument, 0, OPT_PORT},     {"api-key", required_argument, 0, OPT_API_KEY},
@@ -53,6 +58,9 @@ int cmd_serve(int argc, char **argv)
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"max-body", required_argument, 0, OPT_MAX_BODY},
         {"prefix-cache", required_argument, 0, OPT_PREFIX_CACHE},
+        {"tts", required_argument, 0, OPT_TTS},
+        {"tts-dtype", required_argument, 0, OPT_TTS_DTYPE},
+        {"profile", required_argument, 0, OPT_PROFILE},
         {"help", no_argument, 0, 'h'},                CLI_COMMON_OPTIONS,
         {0, 0, 0, 0}};
     sv_server_params p;
@@ -60,6 +68,7 @@ int cmd_serve(int argc, char **argv)
     p.api_key = getenv("EMBER_API_KEY");
     if (p.api_key && !*p.api_key) p.api_key = NULL;
     ember_session_params sp = ember_session_default_params();
+    cli_profile profile = CLI_PROFILE_AUTO;
     int opt;
     long v = 0;
     optind = 1;
@@ -84,6 +93,17 @@ int cmd_serve(int argc, char **argv)
             r = parse_long(optarg, 0, 1L << 20, &v);
             p.prefix_cache_bytes = (size_t)v << 20;
             break;
+        case OPT_TTS: p.tts_dir = optarg; break;
+        case OPT_TTS_DTYPE: {
+            /* the common parser's names, without touching the LLM's format */
+            ember_model_params tmp = ember_model_default_params();
+            r = cli_common_option(CLI_OPT_DTYPE, optarg, "serve", &tmp, &sp) == 1 ? 0 : 1;
+            p.tts_weight_type = tmp.weight_type;
+            break;
+        }
+        case OPT_PROFILE:
+            r = cli_profile_option(CLI_OPT_PROFILE, optarg, "serve", &profile) == 1 ? 0 : 1;
+            break;
         case 'h': usage(stdout); return 0;
         default:
             r = cli_common_option(opt, optarg, "serve", &p.model, &sp);
@@ -102,6 +122,7 @@ int cmd_serve(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (cli_apply_profile(p.model_dir, profile, "serve", &p.model, &sp)) return 1;
     p.n_threads = sp.n_threads;
     p.kv_type = sp.kv_type;
 

@@ -22,7 +22,7 @@ static void respond_json(sv_response *out, int status, cJSON *o)
     out->len = out->body ? strlen(out->body) : 0;
 }
 
-static void respond_error(sv_response *out, const sv_error *e)
+void sv_respond_error(sv_response *out, const sv_error *e)
 {
     out->status = e->status;
     out->content_type = json_type;
@@ -37,7 +37,7 @@ void sv_respond_too_large(sv_server *s, sv_response *out)
     sv_error e;
     sv_error_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
                  "the request body is larger than %zu bytes", s->p.max_body);
-    respond_error(out, &e);
+    sv_respond_error(out, &e);
 }
 
 /* Constant-time comparison of the Authorization header with the key. */
@@ -197,7 +197,7 @@ static void completion(sv_server *s, sv_kind kind, const char *body, size_t len,
     sv_job *j = make_job(s, kind, body, len, &e);
     if (!j || sv_engine_submit(s->engine, j, &e)) {
         sv_job_unref(j);
-        respond_error(out, &e);
+        sv_respond_error(out, &e);
         return;
     }
     if (j->req.stream) {
@@ -206,26 +206,32 @@ static void completion(sv_server *s, sv_kind kind, const char *body, size_t len,
         out->stream = j; /* the caller's reference now */
         return;
     }
-    /* the engine ends every job by its deadline; the margin covers a step */
+    sv_respond_job(out, j, json_type);
+    sv_job_unref(j);
+}
+
+void sv_respond_job(sv_response *out, sv_job *j, const char *type)
+{
+    sv_error e;
+    /* the engines end every job by its deadline; the margin covers a step */
     if (sv_job_wait_done(j, j->deadline + 60)) {
         sv_job_cancel(j);
         sv_error_set(&e, 504, "timeout_error", NULL, "timeout", "the request timed out");
-        respond_error(out, &e);
-    } else {
-        pthread_mutex_lock(&j->mu);
-        out->status = j->status;
-        out->content_type = json_type;
-        out->body = malloc(j->n_out + 1);
-        if (out->body) {
-            memcpy(out->body, j->out, j->n_out);
-            out->body[j->n_out] = '\0';
-            out->len = j->n_out;
-        } else {
-            out->status = 500;
-        }
-        pthread_mutex_unlock(&j->mu);
+        sv_respond_error(out, &e);
+        return;
     }
-    sv_job_unref(j);
+    pthread_mutex_lock(&j->mu);
+    out->status = j->status;
+    out->content_type = j->status == 200 ? type : json_type;
+    out->body = malloc(j->n_out + 1);
+    if (out->body) {
+        memcpy(out->body, j->out, j->n_out);
+        out->body[j->n_out] = '\0';
+        out->len = j->n_out;
+    } else {
+        out->status = 500;
+    }
+    pthread_mutex_unlock(&j->mu);
 }
 
 void sv_handle(sv_server *s, const char *method, const char *path, const char *auth,
@@ -243,7 +249,7 @@ void sv_handle(sv_server *s, const char *method, const char *path, const char *a
     if (!authorized(s, auth)) {
         sv_error_set(&e, 401, "authentication_error", NULL, "invalid_api_key",
                      "a valid API key is required: Authorization: Bearer KEY");
-        respond_error(out, &e);
+        sv_respond_error(out, &e);
         return;
     }
     if (get && !strcmp(path, "/metrics")) {
@@ -264,7 +270,7 @@ void sv_handle(sv_server *s, const char *method, const char *path, const char *a
         } else {
             sv_error_set(&e, 404, "invalid_request_error", "model", "model_not_found",
                          "the model '%.200s' does not exist", path + 11);
-            respond_error(out, &e);
+            sv_respond_error(out, &e);
         }
         return;
     }
@@ -277,12 +283,16 @@ void sv_handle(sv_server *s, const char *method, const char *path, const char *a
         return;
     }
     if (post && !strcmp(path, "/v1/audio/speech")) {
+        if (s->speech) {
+            sv_speech_handle(s->speech, body, len, out);
+            return;
+        }
         sv_error_set(&e, 501, "invalid_request_error", NULL, "not_implemented",
-                     "speech is not served yet: this server has no TTS engine");
-        respond_error(out, &e);
+                     "this server has no speech model: start it with --tts DIR");
+        sv_respond_error(out, &e);
         return;
     }
     sv_error_set(&e, 404, "invalid_request_error", NULL, "not_found", "no route %.16s %.200s",
                  method, path);
-    respond_error(out, &e);
+    sv_respond_error(out, &e);
 }

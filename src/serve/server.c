@@ -66,6 +66,11 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
         s->p.ctx = ep.ctx;
         st = sv_engine_create(s->model, s->tok, &ep, &s->metrics, &s->engine);
     }
+    if (!st && p->tts_dir) {
+        sv_speech_params sp = {p->tts_dir, p->tts_weight_type, p->n_threads, 0, p->timeout_s, 0,
+                               p->tts_max_frames};
+        st = sv_speech_create(&sp, &s->metrics, &s->speech);
+    }
     if (!st) st = sv_http_start(s);
     if (st) {
         sv_server_stop(s);
@@ -88,6 +93,7 @@ void sv_server_stop(sv_server *s)
     sv_engine_shutdown(s->engine);
     sv_http_stop(s);
     sv_engine_free(s->engine);
+    sv_speech_free(s->speech);
     ember_model_free(s->model);
     et_chat_template_free(s->tmpl);
     et_tokenizer_free(s->tok);

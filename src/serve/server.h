@@ -34,6 +34,9 @@ typedef struct sv_server_params {
                                   turn; default 256 MiB, 0: off */
     ember_model_params model;
     ember_type kv_type;      /* default F32 */
+    const char *tts_dir;     /* a Qwen3-TTS directory: serves /v1/audio/speech; NULL: 501 */
+    ember_type tts_weight_type; /* its talker and predictor (NONE: as stored) */
+    int32_t tts_max_frames;  /* audio frames per speech request; 0: 4096 */
 } sv_server_params;
 
 void sv_server_params_default(sv_server_params *p);

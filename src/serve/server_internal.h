@@ -8,6 +8,7 @@
 #include "serve/engine.h"
 #include "serve/metrics.h"
 #include "serve/server.h"
+#include "serve/speech.h"
 #include "text/chat.h"
 #include "text/textgen.h"
 #include "text/tokenizer.h"
@@ -29,11 +30,18 @@ struct sv_server {
     et_sampler_params sampling; /* the model's generation_config defaults */
     sv_metrics metrics;
     sv_engine *engine;
+    sv_speech *speech;          /* NULL without --tts */
     struct MHD_Daemon *daemon;
     int port;
     pthread_mutex_t id_mu;      /* response ids and default seeds */
     uint64_t next_id;
 };
+
+/* Responses shared by the routes and the speech endpoint (routes.c): an
+ * OpenAI error object, and a finished job's bytes (waiting up to its
+ * deadline, 504 after) with `type` as the content type of a 200. */
+void sv_respond_error(sv_response *out, const sv_error *e);
+void sv_respond_job(sv_response *out, sv_job *j, const char *type);
 
 /* Starts / stops the libmicrohttpd listener (http.c). */
 ember_status sv_http_start(sv_server *s);

@@ -1,0 +1,44 @@
+/* POST /v1/audio/speech: the speech engine beside the text engine. One
+ * thread owns the Qwen3-TTS model, a generation session and a decoder
+ * stream and runs one request at a time through the streaming pipeline
+ * (tts/tts_pipeline.h); HTTP threads parse and validate the request, queue
+ * it (a full queue answers 503) and then only read the job's bytes. With
+ * "stream": true the audio goes out as each chunk is decoded (a WAV header
+ * with open-ended sizes, or raw PCM), so the first bytes arrive after the
+ * first decoded chunk; otherwise the whole file comes at the end. */
+#ifndef EMBER_SERVE_SPEECH_H
+#define EMBER_SERVE_SPEECH_H
+
+#include <stddef.h>
+
+#include "ember.h"
+#include "serve/metrics.h"
+#include "serve/request.h"
+#include "serve/server.h"
+
+typedef struct sv_speech_params {
+    const char *dir;         /* the Qwen3-TTS directory (with speech_tokenizer/) */
+    ember_type weight_type;  /* talker and predictor; NONE: as stored */
+    int n_threads;           /* 0: one per CPU the process may use */
+    int max_queue;           /* requests waiting before 503; 0: 8 */
+    double timeout_s;        /* per request; 0: 600 */
+    size_t max_input_bytes;  /* of "input"; 0: 4096 */
+    int32_t max_frames;      /* audio frames per request (80 ms each); 0: 4096 (5.5 min) */
+} sv_speech_params;
+
+typedef struct sv_speech sv_speech;
+
+/* Loads the model and starts the engine thread; metrics gets the
+ * time-to-first-audio histogram and must outlive the engine. */
+ember_status sv_speech_create(const sv_speech_params *p, sv_metrics *metrics, sv_speech **out);
+/* Stops the thread (running and queued requests end) and frees. */
+void sv_speech_free(sv_speech *s);
+
+/* The voices (speaker names) the model has, for errors and /v1/models. */
+const char *sv_speech_model_name(const sv_speech *s);
+
+/* Handles a POST /v1/audio/speech body: fills out with the audio, a stream
+ * job, or an OpenAI-style error (400 naming the field, 503 when busy). */
+void sv_speech_handle(sv_speech *s, const char *body, size_t len, sv_response *out);
+
+#endif
