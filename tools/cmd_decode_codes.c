@@ -59,7 +59,8 @@ static int read_codes(const char *path, int32_t q, int32_t **codes, int32_t *n_f
         int32_t g = 0;
         const cJSON *v;
         cJSON_ArrayForEach(v, f) {
-            if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int32_t)v->valuedouble) {
+            if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) < 2147483648.0) ||
+                v->valuedouble != (double)(int32_t)v->valuedouble) {
                 fprintf(stderr, "ember decode-codes: %s: frame %d code %d is not an integer\n",
                         path, t, g);
                 goto done;

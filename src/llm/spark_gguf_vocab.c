@@ -175,7 +175,7 @@ static ember_status read_file(const char *path, char **out, size_t *len)
 static ember_status put_token(vocab *v, const char *label, const char *text, double id_d,
                               int32_t type)
 {
-    if (id_d < 0 || id_d != (double)(int64_t)id_d)
+    if (!(id_d >= 0 && id_d < 9.0e15) || id_d != (double)(int64_t)id_d)
         return ember_fail(EMBER_ERR_FORMAT, "%s: token '%.60s' has an id that is not a "
                           "non-negative integer", label, text);
     if (id_d >= v->n)

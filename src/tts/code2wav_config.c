@@ -20,8 +20,9 @@ static ember_status get_rates(const json_obj *o, const char *key, int32_t max, i
         return json_bad(o, EMBER_ERR_UNSUPPORTED, key, "must have between 1 and 8 entries");
     *n = 0;
     cJSON_ArrayForEach(e, v) {
-        if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int32_t)e->valuedouble ||
-            e->valuedouble < 1 || e->valuedouble > 64)
+        /* the range first: converting an out-of-range double to int is undefined */
+        if (!cJSON_IsNumber(e) || !(e->valuedouble >= 1 && e->valuedouble <= 64) ||
+            e->valuedouble != (double)(int32_t)e->valuedouble)
             return json_bad(o, EMBER_ERR_FORMAT, key, "entries must be integers in [1, 64]");
         out[(*n)++] = (int32_t)e->valuedouble;
     }
