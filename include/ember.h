@@ -149,6 +149,12 @@ void ember_session_reset(ember_session *session);
 /* Bytes allocated for the KV caches of this session. */
 size_t ember_session_cache_bytes(const ember_session *session);
 
+/* Step statistics (src/base/stats.h; NULL: off, the default): each
+ * one-token decode step then records the time of its full-attention and of
+ * its sliding-window layers. The recorder belongs to the caller's thread. */
+typedef struct ember_stats ember_stats;
+void ember_session_set_stats(ember_session *session, ember_stats *stats);
+
 /* Bytes of KV cache a decode step at the current position reads (every
  * visible cached key and value of every layer). */
 size_t ember_session_cache_read_bytes(const ember_session *session);

@@ -176,10 +176,11 @@ int cmd_generate(int argc, char **argv)
         sp.max_context = ember_model_max_positions(model);
     if (ember_session_create(model, &sp, &s) != EMBER_OK) goto fail;
     int32_t vocab = ember_model_vocab_size(model);
-    /* the whole forward step of a token (the per-layer-type split needs hooks
-     * in the session; the sampler and the detokenizer are timed by textgen) */
+    /* the whole forward step of a token (the session splits its layers by
+     * type; textgen times the sampler and the detokenizer) */
     if ((stats = cli_stats_open(stats_path, "text", "generate")))
         ember_stats_add_series(stats, "decode_step", EMBER_STAT_TEXT, &decode_id);
+    ember_session_set_stats(s, stats);
     gp.stats = stats;
     if (et_textgen_create(tok, vocab, &gp, print_content, NULL, &gen) ||
         et_textgen_begin(gen, ids, n_ids))

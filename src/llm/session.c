@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/pool.h"
+#include "base/stats.h"
 #include "base/status.h"
 #include "kernels/exec.h"
 #include "kernels/ops.h"
@@ -88,6 +89,9 @@ static void forward_chunk(ember_session *s, llm_work *w, const int32_t *ids, int
     const attn_shape shape = {w->exec.kernels, H, KV, d, qkv_dim, qkv_dim, q_dim};
     const int64_t p0 = s->pos;
     llm_embed(w, ids, p0, NULL, n);
+    /* decode steps only: the time of each layer type (a branch when off) */
+    ember_stats *st = n == 1 ? s->stats : NULL;
+    double by_type[2] = {0, 0}, t = ember_stats_start(st);
     for (int32_t li = 0; li < c->n_layers; li++) {
         kv_layer *L = &s->kv.layers[li];
         llm_attn_in(w, li, n);
@@ -95,6 +99,15 @@ static void forward_chunk(ember_session *s, llm_work *w, const int32_t *ids, int
         kv_store(L, KV, d, p0, n, k, v, qkv_dim);
         llm_attn_out(w, li, n);
         llm_mlp(w, li, n);
+        if (st) {
+            double now = ember_clock_ms();
+            by_type[c->layer_type[li] == SPARK_FULL] += now - t;
+            t = now;
+        }
+    }
+    if (st) {
+        ember_stats_record(st, EMBER_STAT_DECODE_SLIDING, by_type[0]);
+        ember_stats_record(st, EMBER_STAT_DECODE_FULL, by_type[1]);
     }
     s->pos += n;
     if (want_logits) {
@@ -159,6 +172,11 @@ void ember_session_reset(ember_session *s)
 }
 
 size_t ember_session_cache_bytes(const ember_session *s) { return s ? s->kv.bytes : 0; }
+
+void ember_session_set_stats(ember_session *s, ember_stats *stats)
+{
+    if (s) s->stats = stats;
+}
 
 size_t ember_session_cache_read_bytes(const ember_session *s)
 {

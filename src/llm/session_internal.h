@@ -16,6 +16,7 @@ struct ember_session {
     int has_logits;
     float *logits;   /* vocab */
     llm_work work;   /* prefill_chunk rows */
+    ember_stats *stats; /* decode-step timers by layer type; NULL: off */
 };
 
 /* The cache format of a session's kv_type (ET_DTYPE_COUNT when invalid). */

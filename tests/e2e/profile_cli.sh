@@ -33,13 +33,16 @@ if grep -q "dtype given, it wins" <<<"$err" && grep -q "threads given, it wins" 
   pass profile_explicit_flags_win
 else fail profile_explicit_flags_win "$err"; fi
 
-# Step statistics of a text run: every generated token's phases.
+# Step statistics of a text run: every generated token's phases, the decode
+# step's layers by type (the tiny model has both).
 if err=$($EMBER generate -m $MODEL -p "Hello" -n 12 --greedy --stats "$TMP/text.json" 2>&1 >/dev/null) &&
    $PY -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["counters"]
 n = c["sampler"]["count"]
 ok = n >= 1 and c["detokenize"]["count"] == n and c["token"]["count"] == n and c["prefill"]["count"] == 1
+steps = c["decode_step"]["count"]   # each decode step splits its layers by type
+ok = ok and c["decode_full"]["count"] == steps and c["decode_sliding"]["count"] == steps
 sys.exit(0 if ok else 1)' "$TMP/text.json" && grep -q "share of token" <<<"$err"; then
   pass generate_stats_phases
 else fail generate_stats_phases "$err"; fi
