@@ -14,7 +14,7 @@ const char cli_common_usage[] =
     "  --chunk N                        prefill chunk in tokens (default 64)\n"
     "  --kv-type f32|f16|q8_0           KV cache format (default f32)\n";
 
-static int parse_type(const char *arg, ember_type *out)
+int cli_parse_type(const char *arg, ember_type *out)
 {
     static const struct {
         const char *name;
@@ -43,7 +43,7 @@ int cli_common_option(int c, const char *arg, const char *cmd, ember_model_param
 {
     int bad = 0;
     switch (c) {
-    case CLI_OPT_DTYPE: bad = parse_type(arg, &mp->weight_type); break;
+    case CLI_OPT_DTYPE: bad = cli_parse_type(arg, &mp->weight_type); break;
     case CLI_OPT_THREADS: bad = parse_int(arg, 1, 1024, &sp->n_threads); break;
     case CLI_OPT_KERNELS: mp->kernels = arg; break;
     case CLI_OPT_GELU:
@@ -53,7 +53,7 @@ int cli_common_option(int c, const char *arg, const char *cmd, ember_model_param
         break;
     case CLI_OPT_CHUNK: bad = parse_int(arg, 1, 65536, &sp->prefill_chunk); break;
     case CLI_OPT_KV_TYPE:
-        bad = parse_type(arg, &sp->kv_type) || sp->kv_type == EMBER_TYPE_BF16 ||
+        bad = cli_parse_type(arg, &sp->kv_type) || sp->kv_type == EMBER_TYPE_BF16 ||
               sp->kv_type == EMBER_TYPE_Q4_0;
         break;
     default: return 0;

@@ -94,13 +94,7 @@ int cmd_serve(int argc, char **argv)
             p.prefix_cache_bytes = (size_t)v << 20;
             break;
         case OPT_TTS: p.tts_dir = optarg; break;
-        case OPT_TTS_DTYPE: {
-            /* the common parser's names, without touching the LLM's format */
-            ember_model_params tmp = ember_model_default_params();
-            r = cli_common_option(CLI_OPT_DTYPE, optarg, "serve", &tmp, &sp) == 1 ? 0 : 1;
-            p.tts_weight_type = tmp.weight_type;
-            break;
-        }
+        case OPT_TTS_DTYPE: r = cli_parse_type(optarg, &p.tts_weight_type) ? 1 : 0; break;
         case OPT_PROFILE:
             r = cli_profile_option(CLI_OPT_PROFILE, optarg, "serve", &profile) == 1 ? 0 : 1;
             break;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/pool.h"
+#include "cli.h"
 #include "edge/calibrate.h"
 #include "edge/probe.h"
 #include "edge/profile.h"
@@ -34,27 +35,14 @@ void tts_engine_opts_init(tts_engine_opts *o)
     o->pin = 1;
 }
 
-static int parse_type(const char *arg, ember_type *out)
-{
-    static const struct { const char *name; ember_type t; } types[] = {
-        {"f32", EMBER_TYPE_F32}, {"f16", EMBER_TYPE_F16}, {"bf16", EMBER_TYPE_BF16},
-        {"q8_0", EMBER_TYPE_Q8_0}, {"q4_0", EMBER_TYPE_Q4_0}};
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (!strcmp(arg, types[i].name)) {
-            *out = types[i].t;
-            return 0;
-        }
-    return -1;
-}
-
 int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *o)
 {
     int bad = 0;
     char *end = NULL;
     switch (c) {
-    case TTS_OPT_DTYPE: bad = parse_type(arg, &o->dtype); break;
+    case TTS_OPT_DTYPE: bad = cli_parse_type(arg, &o->dtype); break;
     case TTS_OPT_DECODER_DTYPE:
-        bad = parse_type(arg, &o->decoder_dtype) ||
+        bad = cli_parse_type(arg, &o->decoder_dtype) ||
               (o->decoder_dtype != EMBER_TYPE_F32 && o->decoder_dtype != EMBER_TYPE_BF16);
         break;
     case TTS_OPT_THREADS:

@@ -103,6 +103,14 @@ typedef struct wino_batch {
     int32_t d, T;
 } wino_batch;
 
+/* The first output row of batch tile q: tiles are the pairs (t, t+d) of
+ * whole blocks of 2d rows, d per block. */
+static int64_t tile_row(const wino_batch *b, int64_t q)
+{
+    const int64_t tile = b->q0 + q;
+    return tile / b->d * 2 * b->d + tile % b->d;
+}
+
 /* input transform: u[i][q] = sum_l V^-1[l][i] x_l */
 static void transform_in(void *ctx, int part, int n_parts, int worker)
 {
@@ -113,7 +121,7 @@ static void transform_in(void *ctx, int part, int n_parts, int worker)
     (void)worker;
     pool_split(b->T, 1, part, n_parts, &q_lo, &q_hi);
     for (int64_t q = q_lo; q < q_hi; q++) {
-        const int64_t tile = b->q0 + q, t0 = tile / d * 2 * d + tile % d;
+        const int64_t t0 = tile_row(b, q);
         for (int i = 0; i < wg->n; i++) memset(b->u + ((size_t)i * b->T + q) * cin, 0, sizeof(float) * cin);
         for (int l = 0; l < wg->n; l++) {
             const float *xl = b->x + (t0 - (int64_t)(wg->taps - 1) * d + (int64_t)l * d) * cin;
@@ -134,7 +142,7 @@ static void transform_out(void *ctx, int part, int n_parts, int worker)
     (void)worker;
     pool_split(b->T, 1, part, n_parts, &q_lo, &q_hi);
     for (int64_t q = q_lo; q < q_hi; q++) {
-        const int64_t tile = b->q0 + q, t0 = tile / d * 2 * d + tile % d;
+        const int64_t t0 = tile_row(b, q);
         float *y0 = b->y + t0 * b->ys, *y1 = b->y + (t0 + d) * b->ys;
         if (b->bias) {
             memcpy(y0, b->bias, sizeof(float) * cout);
