@@ -1,13 +1,15 @@
 /* Kernel benchmark: prints one JSON document on stdout.
  *
- *   build/bench/kernels [--quick] [--set=NAME] [--dtype=NAME]
+ *   build/bench/kernels [--quick] [--set=NAME] [--dtype=NAME] [--batch=N]
  *
  * - "bandwidth": the machine's read bandwidth, a plain sum over a 1 GiB
  *   buffer with 1 and 2 threads (median of 5), the roofline for decode.
  * - "gemm": for every kernel set this CPU runs, every weight format, the two
  *   Spark-X2.5 1.7B MLP shapes (6144x2048 up/gate, 2048x6144 down):
  *   n_tokens = 1 as GB/s of weight bytes streamed (and as a fraction of the
- *   measured bandwidth at the same thread count), n_tokens = 32 as GFLOP/s
+ *   measured bandwidth at the same thread count), n_tokens = --batch (8; a
+ *   server's batched decode step) on the same cold matrices as GB/s, and
+ *   n_tokens = 32 as GFLOP/s
  *   (2 * rows * cols * tokens per call). Threads split rows as
  *   src/kernels/exec.c does (4 parts per thread). Decode rotates over enough copies of the matrix
  *   (>= 512 MiB) that every call streams from DRAM, not L3.
@@ -106,20 +108,44 @@ static float frand(void)
     return (float)((rng >> 8) & 0xffffff) / 8388608.0f - 1.0f;
 }
 
+/* GB/s of weight bytes for calls of nt tokens, each on a cold copy of the
+ * matrix (median of reps). */
+static double cold_gbs(const ek_kernel_set *k, ember_pool *pool, int th, const char *w, int copies,
+                       size_t mbytes, et_dtype dt, int64_t R, int64_t C, float *y, const void *xin,
+                       size_t xs, int nt, int reps)
+{
+    double v[16];
+    for (int rep = 0; rep < reps; rep++) {
+        int calls = copies < 8 ? 8 : copies;
+        double t0 = now_s();
+        for (int c = 0; c < calls; c++) {
+            ek_matrix m = {dt, w + (size_t)(c % copies) * mbytes, R, C};
+            gemm_task t = {k, y, &m, xin, xs, nt};
+            pool_run(pool, run_gemm, &t, 4 * (th + 1));
+        }
+        v[rep] = (double)mbytes * calls / (now_s() - t0) / 1e9;
+    }
+    return median(v, reps);
+}
+
 typedef struct shape {
     int64_t rows, cols;
 } shape;
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, batch = 8;
     const char *only_set = NULL, *only_dtype = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strncmp(argv[i], "--set=", 6)) only_set = argv[i] + 6;
         else if (!strncmp(argv[i], "--dtype=", 8)) only_dtype = argv[i] + 8;
+        else if (!strncmp(argv[i], "--batch=", 8) && atoi(argv[i] + 8) >= 1 &&
+                 atoi(argv[i] + 8) <= 32)
+            batch = atoi(argv[i] + 8);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--set=NAME] [--dtype=NAME]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--set=NAME] [--dtype=NAME] [--batch=1..32]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -175,18 +201,11 @@ int main(int argc, char **argv)
                 for (int th = 0; th < 2; th++) {
                     /* decode: rotate over the copies, each call a cold matrix */
                     int reps = quick ? 3 : 7;
+                    double gbs = cold_gbs(k, pools[th], th, w, copies, mbytes, (et_dtype)dt, R, C, y,
+                                          xin, xs, 1, reps);
+                    double bgbs = cold_gbs(k, pools[th], th, w, copies, mbytes, (et_dtype)dt, R, C,
+                                           y, xin, xs, batch, reps);
                     double v[16];
-                    for (int rep = 0; rep < reps; rep++) {
-                        int calls = copies < 8 ? 8 : copies;
-                        double t0 = now_s();
-                        for (int c = 0; c < calls; c++) {
-                            ek_matrix m = {(et_dtype)dt, w + (size_t)(c % copies) * mbytes, R, C};
-                            gemm_task t = {k, y, &m, xin, xs, 1};
-                            pool_run(pools[th], run_gemm, &t, 4 * (th + 1));
-                        }
-                        v[rep] = (double)mbytes * calls / (now_s() - t0) / 1e9;
-                    }
-                    double gbs = median(v, reps);
                     /* prefill: one matrix, warm; the scalar set is slow, fewer reps */
                     int preps = !strcmp(k->name, "scalar") || quick ? 3 : 5;
                     ek_matrix m = {(et_dtype)dt, w, R, C};
@@ -200,9 +219,9 @@ int main(int argc, char **argv)
                     double gflops = median(v, preps);
                     printf("%s    {\"set\": \"%s\", \"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, "
                            "\"threads\": %d, \"decode_gbs\": %.2f, \"roofline_frac\": %.3f, "
-                           "\"prefill%d_gflops\": %.1f}",
+                           "\"batch%d_gbs\": %.2f, \"prefill%d_gflops\": %.1f}",
                            first ? "" : ",\n", k->name, fmt->name, (long long)R, (long long)C,
-                           th + 1, gbs, gbs / bw[th], PREFILL_TOKENS, gflops);
+                           th + 1, gbs, gbs / bw[th], batch, bgbs, PREFILL_TOKENS, gflops);
                     first = 0;
                     fflush(stdout);
                 }

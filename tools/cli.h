@@ -26,6 +26,15 @@ int cmd_serve(int argc, char **argv);
 int cmd_bench_tts(int argc, char **argv); /* `bench tts-codes`, called by cmd_bench */
 int cmd_bench_speech(int argc, char **argv); /* `bench tts` */
 
+/* `bench llm --batch`: `rows` sessions decoding in lockstep (cmd_bench_batch.c). */
+typedef struct cli_batch_result {
+    int32_t rows;
+    double step_ms, tok_s; /* median step time; rows tokens per step */
+} cli_batch_result;
+ember_status cli_bench_batch(ember_model *model, const ember_session_params *base, int threads,
+                             int32_t rows, int n_prompt, int n_gen, int reps,
+                             cli_batch_result *out);
+
 /* Options shared by the commands that run a model (cli_common.c). */
 enum {
     CLI_OPT_DTYPE = 1000,

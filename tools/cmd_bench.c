@@ -5,7 +5,8 @@
  * Long contexts are reached with ember_session_bench_fill (the cache is
  * filled with synthetic keys and values) rather than by prefilling them:
  * what a decode step costs depends on how much cache it reads, not on what
- * the cache holds. Times are medians over --reps runs. */
+ * the cache holds. Times are medians over --reps runs. With --batch the
+ * rows of a batched decode step are measured instead (cmd_bench_batch.c). */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -89,6 +90,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ember bench llm -m MODEL [--ctx 0,4096,32768] [--prompt 512] [--gen 64]\n"
             "                       [--reps 3] [--all-full] [--json] [options]\n"
+            "       ember bench llm -m MODEL --batch 1,4,8 [--prompt 512] [--gen 64] [--reps 3]\n"
+            "                       [--json] [options]   (aggregate tok/s of batched decode)\n"
             "  options:\n%s",
             cli_common_usage);
 }
@@ -146,6 +149,43 @@ fail:
     return -1;
 }
 
+static int valid_rows(const int32_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i] < 1 || rows[i] > 256) return 0;
+    return n > 0;
+}
+
+/* --batch: one line per row count, or one JSON object with the speedup of
+ * each row count over the first (pass 1 first for the batching speedup). */
+static int run_batches(ember_model *model, const ember_session_params *sp, int threads,
+                       const int32_t *rows, size_t n_rows, int n_prompt, int n_gen, int reps,
+                       int json, const char *dir, ember_type dtype)
+{
+    cli_batch_result res[64];
+    if (n_rows > 64) n_rows = 64;
+    for (size_t i = 0; i < n_rows; i++)
+        if (cli_bench_batch(model, sp, threads, rows[i], n_prompt, n_gen, reps, &res[i])) {
+            fprintf(stderr, "ember bench: batch of %d: %s\n", rows[i], ember_last_error());
+            return 1;
+        }
+    if (!json) {
+        for (size_t i = 0; i < n_rows; i++)
+            fprintf(stderr, "rows %3d: step %8.2f ms, %8.2f tok/s, %.2fx the first\n", res[i].rows,
+                    res[i].step_ms, res[i].tok_s, res[i].tok_s / res[0].tok_s);
+        return 0;
+    }
+    printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, "
+           "\"prompt\": %d, \"gen\": %d, \"reps\": %d, \"batch\": [",
+           dir, ember_model_kernels(model), type_name(dtype), threads, n_prompt, n_gen, reps);
+    for (size_t i = 0; i < n_rows; i++)
+        printf("%s{\"rows\": %d, \"step_ms\": %.3f, \"aggregate_tok_s\": %.3f, "
+               "\"speedup\": %.3f}",
+               i ? ", " : "", res[i].rows, res[i].step_ms, res[i].tok_s, res[i].tok_s / res[0].tok_s);
+    printf("]}\n");
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "tts-codes")) return cmd_bench_tts(argc - 1, argv + 1);
@@ -161,8 +201,9 @@ int cmd_bench(int argc, char **argv)
         {"prompt", required_argument, 0, 'p'},  {"gen", required_argument, 0, 'g'},
         {"reps", required_argument, 0, 'r'},    {"all-full", no_argument, 0, 'a'},
         {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
+        {"batch", required_argument, 0, 'b'},
         CLI_COMMON_OPTIONS,                     {0, 0, 0, 0}};
-    const char *dir = NULL, *ctx_text = "0";
+    const char *dir = NULL, *ctx_text = "0", *batch_text = NULL;
     int n_prompt = 512, n_gen = 64, reps = 3, json = 0, c;
     ember_model_params mp = ember_model_default_params();
     ember_session_params sp = ember_session_default_params();
@@ -176,6 +217,7 @@ int cmd_bench(int argc, char **argv)
         case 'r': reps = atoi(optarg); break;
         case 'a': mp.all_full_attention = 1; break;
         case 'j': json = 1; break;
+        case 'b': batch_text = optarg; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = cli_common_option(c, optarg, "bench", &mp, &sp);
@@ -185,11 +227,14 @@ int cmd_bench(int argc, char **argv)
         }
         }
     }
-    int32_t *ctxs = NULL;
-    size_t n_ctx = 0;
+    int32_t *ctxs = NULL, *rows = NULL;
+    size_t n_ctx = 0, n_rows = 0;
     if (!dir || n_prompt < 0 || n_gen < 1 || reps < 1 || reps > 16 ||
-        cli_parse_ids(ctx_text, &ctxs, &n_ctx)) {
+        cli_parse_ids(ctx_text, &ctxs, &n_ctx) ||
+        (batch_text && (cli_parse_ids(batch_text, &rows, &n_rows) || !valid_rows(rows, n_rows)))) {
         usage(stderr);
+        free(ctxs);
+        free(rows);
         return 2;
     }
     int rc = 1;
@@ -207,6 +252,11 @@ int cmd_bench(int argc, char **argv)
     /* the thread count the sessions use (0 means one per online CPU) */
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = sp.n_threads ? sp.n_threads : (online > 0 ? (int)online : 1);
+    if (rows) {
+        rc = run_batches(model, &sp, threads, rows, n_rows, n_prompt, n_gen, reps, json, dir,
+                         mp.weight_type);
+        goto done;
+    }
     double bw = 0.0; /* the best any context saw */
     for (size_t i = 0; i < n_ctx; i++) {
         if (run_context(model, &sp, ctxs[i], prompt, n_prompt, n_gen, reps, threads, &res[i])) {
@@ -244,5 +294,6 @@ done:
     free(prompt);
     free(res);
     free(ctxs);
+    free(rows);
     return rc;
 }

@@ -14,13 +14,17 @@
  *    a time (8 for one token: the activation side of each block is then
  *    shared by 8 rows, ~10% faster than 4). This is memory-bound; the point
  *    is to keep several weight rows streaming and the per-block work small.
+ *  - Q8_0/Q4_0, a few tokens (a server's batched decode step, 2..8): the
+ *    activations are packed in pairs of tokens, 16 bytes of each of 2 tokens
+ *    per 256-bit vector, so one broadcast weight half-block meets 2 tokens
+ *    in one vpdpbusd ("pairs" below).
  *  - Q8_0/Q4_0, many tokens (prefill): compute-bound, so the activations are
  *    first repacked "token-major": for a block and 4-byte step k, one 512-bit
  *    vector holds bytes 4k..4k+3 of 16 tokens. A weight dword broadcast to
  *    all lanes then feeds one vpdpbusd per 16 tokens (a 4-row x 32-token
  *    tile: each loaded weight byte serves 32 tokens, each packed activation
- *    vector 4 rows), and no horizontal reduction is ever needed. From
- *    PACK_MIN_TOKENS tokens on, where the packing starts to pay.
+ *    vector 4 rows), and no horizontal reduction is ever needed. Above
+ *    PAIR_MAX_TOKENS tokens.
  *
  * vpdpbusd multiplies unsigned by signed bytes. The activations stay signed;
  * the weights are made unsigned by an offset (Q8_0: w + 128 via xor 0x80;
@@ -362,36 +366,173 @@ static const qpk_fn qpk_table[2][PK_MAX_G][2] = {
     {{qpk_6_1_1, qpk_1_1_1}, {qpk_4_2_1, qpk_1_2_1}},
 };
 
+/* ---- Q8_0 / Q4_0, a few tokens (batched decode): pairs ------------------- */
+
+/* A server's decode step has one token per active sequence, 2 to 8 or so:
+ * too few for the 16-token packing (most of its lanes would multiply
+ * zeros) and too many for the row tiles (each token pays the per-block
+ * activation work and the horizontal sums again). Pairs fill the lanes
+ * instead: per block and 2 tokens, 256-bit vector XL holds bytes 0..15 of
+ * each token's block (lane 4t + m = bytes 4m..4m+3 of token t) and XH bytes
+ * 16..31. A weight half-block (Q8_0: bytes 0..15 or 16..31; Q4_0: the 16
+ * low or the 16 high nibbles, which are elements 0..15 and 16..31)
+ * broadcast to both 128-bit lanes meets dword m of both tokens in one
+ * vpdpbusd: per block and row, 2 vpdpbusd per pair of tokens, and the
+ * weight's unpacking and scale are shared by every pair. The four lanes of a
+ * token are summed once per row at the end. CORR and SCALE are as in the
+ * 16-token packing, spread over the token's lanes (the correction in parts
+ * that add up to it).
+ * 256-bit, not 512: this is bound by the vector ALUs, not by memory, and on
+ * CPUs that execute 512-bit operations as two halves (AMD Zen 4) the
+ * per-row work (nibbles, scale) costs half as much at 256 bits while the
+ * dot products cost the same (measured 1.9x at two tokens). */
+enum { PR_VEC = 32, PR_XL = 0, PR_XH = 1, PR_CORR = 2, PR_SCALE = 3, PR_BYTES = 4 * PR_VEC };
+enum { PR_MAX_G = 4 }; /* pairs per pass: 8 tokens */
+
+static TARGET void pack_pairs(uint8_t *xp, const char *x, size_t xs, int nt, int G, int64_t b0,
+                              int64_t nb, int off_shift)
+{
+    const __m256i ones = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
+    for (int64_t b = 0; b < nb; b++)
+        for (int g = 0; g < G; g++) {
+            __m256i xl = zero, xh = zero;
+            __m256 d = _mm256_setzero_ps();
+            for (int t = 0; t < 2 && 2 * g + t < nt; t++) {
+                const ek_block_q8_0 *xb =
+                    (const ek_block_q8_0 *)(x + (size_t)(2 * g + t) * xs) + b0 + b;
+                __mmask8 lanes = (__mmask8)(0xfu << (4 * t));
+                xl = _mm256_mask_broadcast_i32x4(xl, lanes, _mm_loadu_si128((const __m128i *)xb->q));
+                xh = _mm256_mask_broadcast_i32x4(xh, lanes,
+                                                 _mm_loadu_si128((const __m128i *)(xb->q + 16)));
+                d = _mm256_mask_broadcastss_ps(d, lanes, _mm_set_ss(_cvtsh_ss(ld16(&xb->d))));
+            }
+            uint8_t *o = xp + (size_t)(b * G + g) * PR_BYTES;
+            __m256i sum = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(zero, ones, xl), ones, xh);
+            _mm256_store_si256((__m256i *)(o + PR_XL * PR_VEC), xl);
+            _mm256_store_si256((__m256i *)(o + PR_XH * PR_VEC), xh);
+            _mm256_store_si256((__m256i *)(o + PR_CORR * PR_VEC),
+                               _mm256_sub_epi32(zero, _mm256_slli_epi32(sum, off_shift)));
+            _mm256_store_ps((float *)(o + PR_SCALE * PR_VEC), d);
+        }
+}
+
+/* R rows x 2G tokens over nb packed blocks into tile[i][t] (t < 2G), the
+ * layout qpk_tile writes. */
+INLINE void qpair_tile(float *tile, const char *w, size_t rb, int64_t r, const uint8_t *xp,
+                       int64_t b0, int64_t nb, const int R, const int G, const int q4)
+{
+    __m256 acc[4][PR_MAX_G];
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
+        _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) acc[i][g] = _mm256_setzero_ps();
+    const size_t bb = q4 ? sizeof(ek_block_q4_0) : sizeof(ek_block_q8_0);
+    const char *wb = w + (size_t)r * rb + (size_t)b0 * bb;
+    const char *pf = wb + (size_t)R * PF_AHEAD_TILES * rb;
+    const __m256i m80 = _mm256_set1_epi8((char)0x80), m0f = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++, wb += bb, pf += bb) {
+        const uint8_t *xb = xp + (size_t)b * G * PR_BYTES;
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+            const char *wr = wb + (size_t)i * rb;
+            /* one line per row every 64 bytes of it */
+            if (((uintptr_t)(pf + (size_t)i * rb) & 63) < bb)
+                _mm_prefetch(pf + (size_t)i * rb + bb, _MM_HINT_T1);
+            __m256i lo, hi;
+            if (q4) {
+                __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(wr + 2)));
+                lo = _mm256_and_si256(v, m0f);
+                hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+            } else {
+                lo = _mm256_xor_si256(
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(wr + 2))), m80);
+                hi = _mm256_xor_si256(
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(wr + 18))), m80);
+            }
+            __m256 dw = half_bcast256(ld16(wr));
+            _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
+                const uint8_t *xg = xb + g * PR_BYTES;
+                __m256i ia = _mm256_load_si256((const __m256i *)(xg + PR_CORR * PR_VEC));
+                ia = _mm256_dpbusd_epi32(ia, lo, _mm256_load_si256((const __m256i *)(xg + PR_XL * PR_VEC)));
+                ia = _mm256_dpbusd_epi32(ia, hi, _mm256_load_si256((const __m256i *)(xg + PR_XH * PR_VEC)));
+                __m256 sc = _mm256_mul_ps(dw, _mm256_load_ps((const float *)(xg + PR_SCALE * PR_VEC)));
+                acc[i][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia), sc, acc[i][g]);
+            }
+        }
+    }
+    /* lanes 4t..4t+3 -> token t: two in-lane pair sums leave it in lane 4t */
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
+        _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
+            __m256 v = acc[i][g];
+            v = _mm256_add_ps(v, _mm256_permute_ps(v, 0x4e));
+            v = _mm256_add_ps(v, _mm256_permute_ps(v, 0xb1));
+            tile[i * 64 + 2 * g] = _mm256_cvtss_f32(v);
+            tile[i * 64 + 2 * g + 1] = _mm_cvtss_f32(_mm256_extractf128_ps(v, 1));
+        }
+}
+
+#define QPAIR(R, G, Q4)                                                                       \
+    static TARGET void qpair_##R##_##G##_##Q4(float *tile, const char *w, size_t rb, int64_t r,\
+                                              const uint8_t *xp, int64_t b0, int64_t nb)      \
+    {                                                                                         \
+        qpair_tile(tile, w, rb, r, xp, b0, nb, R, G, Q4);                                     \
+    }
+QPAIR(4, 1, 0) QPAIR(4, 2, 0) QPAIR(4, 3, 0) QPAIR(4, 4, 0)
+QPAIR(1, 1, 0) QPAIR(1, 2, 0) QPAIR(1, 3, 0) QPAIR(1, 4, 0)
+QPAIR(4, 1, 1) QPAIR(4, 2, 1) QPAIR(4, 3, 1) QPAIR(4, 4, 1)
+QPAIR(1, 1, 1) QPAIR(1, 2, 1) QPAIR(1, 3, 1) QPAIR(1, 4, 1)
+
+static const qpk_fn qpair_table[2][PR_MAX_G][2] = {
+    {{qpair_4_1_0, qpair_1_1_0}, {qpair_4_2_0, qpair_1_2_0}, {qpair_4_3_0, qpair_1_3_0},
+     {qpair_4_4_0, qpair_1_4_0}},
+    {{qpair_4_1_1, qpair_1_1_1}, {qpair_4_2_1, qpair_1_2_1}, {qpair_4_3_1, qpair_1_3_1},
+     {qpair_4_4_1, qpair_1_4_1}},
+};
+static const int qpair_rows[PR_MAX_G + 1] = {0, 4, 4, 4, 4};
+
+/* The two activation layouts, as the driver below sees them. */
+typedef struct pk_layout {
+    int group;      /* tokens per group: 16 or 4 */
+    int max_groups; /* per pass */
+    int kc;         /* blocks packed at a time (the buffer holds PK_BUF bytes) */
+    void (*pack)(uint8_t *xp, const char *x, size_t xs, int nt, int G, int64_t b0, int64_t nb,
+                 int off_shift);
+    const qpk_fn *tiles; /* [q4][G - 1][full tile, single row], flattened */
+    const int *rows;     /* rows per full tile, by G */
+} pk_layout;
+
+enum { PK_BUF = PK_KC * PK_MAX_G * PK_BYTES };
+
 /* Tiles are gathered per panel of PK_PANEL rows into a token-major buffer
  * and written to y one contiguous run per token. Writing each 4x32 tile
  * straight into y costs a quarter of the kernel's time: y's token stride is
  * often a multiple of 4 KiB (rows = 2048, 6144, ...), so the 32 token rows
  * of a tile share one L1 set and every scalar store misses. */
-enum { PK_PANEL = 48 }; /* a multiple of every qpk_rows[] */
+enum { PK_PANEL = 48 }; /* a multiple of every qpk_rows[] and qpair_rows[] */
 
-/* Passes of up to 16 * PK_MAX_G tokens. */
+/* Passes of up to group * max_groups tokens. */
 static TARGET void gemm_q_packed(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
-                                 int64_t r1, const char *x, size_t xs, int nt, int q4)
+                                 int64_t r1, const char *x, size_t xs, int nt, int q4,
+                                 const pk_layout *L)
 {
-    alignas(64) uint8_t xp[PK_KC * PK_MAX_G * PK_BYTES];
+    alignas(64) uint8_t xp[PK_BUF];
     alignas(64) float tile[6 * 64];
     alignas(64) float panel[16 * PK_MAX_G * PK_PANEL];
     size_t rb = ek_row_bytes(w->dtype, w->cols);
     int64_t nbt = w->cols / EK_QBLOCK;
-    for (int t0 = 0; t0 < nt; t0 += 16 * PK_MAX_G) {
-        int T = nt - t0 < 16 * PK_MAX_G ? nt - t0 : 16 * PK_MAX_G;
-        int G = (T + 15) / 16, R = qpk_rows[G];
+    int per_pass = L->group * L->max_groups;
+    for (int t0 = 0; t0 < nt; t0 += per_pass) {
+        int T = nt - t0 < per_pass ? nt - t0 : per_pass;
+        int G = (T + L->group - 1) / L->group, R = L->rows[G];
+        const qpk_fn *tiles = L->tiles + ((size_t)q4 * L->max_groups + (size_t)(G - 1)) * 2;
         const char *xt = x + (size_t)t0 * xs;
         float *yt = y + (int64_t)t0 * ys;
-        for (int64_t b0 = 0; b0 < nbt; b0 += PK_KC) {
-            int64_t nb = nbt - b0 < PK_KC ? nbt - b0 : PK_KC;
-            pack_x(xp, xt, xs, T, G, b0, nb, q4 ? 3 : 7);
+        for (int64_t b0 = 0; b0 < nbt; b0 += L->kc) {
+            int64_t nb = nbt - b0 < L->kc ? nbt - b0 : L->kc;
+            L->pack(xp, xt, xs, T, G, b0, nb, q4 ? 3 : 7);
             for (int64_t rp = r0; rp < r1; rp += PK_PANEL) {
                 int64_t rend = r1 - rp < PK_PANEL ? r1 : rp + PK_PANEL;
                 int width = (int)(rend - rp);
                 for (int64_t r = rp; r < rend;) {
                     int full = rend - r >= R, n = full ? R : 1;
-                    qpk_table[q4][G - 1][!full](tile, w->data, rb, r, xp, b0, nb);
+                    tiles[!full](tile, w->data, rb, r, xp, b0, nb);
                     for (int i = 0; i < n; i++)
                         for (int t = 0; t < T; t++)
                             panel[t * PK_PANEL + (r - rp) + i] = tile[i * 64 + t];
@@ -410,21 +551,43 @@ static TARGET void gemm_q_packed(float *y, int64_t ys, const ek_matrix *w, int64
     }
 }
 
-/* Below this many tokens the packing does not pay for itself. */
-#define PACK_MIN_TOKENS 6
+static const pk_layout pk_sixteens = {16, PK_MAX_G, PK_KC, pack_x, &qpk_table[0][0][0], qpk_rows};
+static const pk_layout pk_pairs = {2, PR_MAX_G, PK_BUF / (PR_MAX_G * PR_BYTES), pack_pairs,
+                                   &qpair_table[0][0][0], qpair_rows};
+
+/* Token counts: the row tiles below PAIR_MIN_TOKENS, pairs up to
+ * PAIR_MAX_TOKENS, the 16-token packing above (measured: build/bench/kernels
+ * --batch=N). */
+#ifndef PAIR_MIN_TOKENS
+#define PAIR_MIN_TOKENS 2
+#endif
+#ifndef PAIR_MAX_TOKENS
+#define PAIR_MAX_TOKENS 8
+#endif
+
+static TARGET void gemm_q(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                          const void *x, size_t xs, int nt, int q4)
+{
+    if (nt > PAIR_MAX_TOKENS)
+        gemm_q_packed(y, ys, w, r0, r1, x, xs, nt, q4, &pk_sixteens);
+    else if (nt >= PAIR_MIN_TOKENS)
+        gemm_q_packed(y, ys, w, r0, r1, x, xs, nt, q4, &pk_pairs);
+    else if (q4)
+        gemm_q4_0_rows(y, ys, w, r0, r1, x, xs, nt);
+    else
+        gemm_q8_0_rows(y, ys, w, r0, r1, x, xs, nt);
+}
 
 static TARGET void gemm_q8_0(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                              const void *x, size_t xs, int nt)
 {
-    if (nt >= PACK_MIN_TOKENS) gemm_q_packed(y, ys, w, r0, r1, x, xs, nt, 0);
-    else gemm_q8_0_rows(y, ys, w, r0, r1, x, xs, nt);
+    gemm_q(y, ys, w, r0, r1, x, xs, nt, 0);
 }
 
 static TARGET void gemm_q4_0(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                              const void *x, size_t xs, int nt)
 {
-    if (nt >= PACK_MIN_TOKENS) gemm_q_packed(y, ys, w, r0, r1, x, xs, nt, 1);
-    else gemm_q4_0_rows(y, ys, w, r0, r1, x, xs, nt);
+    gemm_q(y, ys, w, r0, r1, x, xs, nt, 1);
 }
 
 /* ---- activation quantization -------------------------------------------- */

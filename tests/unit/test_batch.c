@@ -3,10 +3,18 @@
  * each session the logits its own single-sequence decode gives, for fp32
  * and Q8_0 weights; a batch prefill equals a session prefill; and a rejected
  * step leaves every session as it was.
- * Tolerance: relative L2 difference of the logits below 1e-5. The rows go
- * through the same kernels; only the attention split (per row vs per chunk)
- * and, for Q8_0, the multi-row matmul path differ, so the results agree to
- * fp32 rounding. */
+ * Tolerance, fp32 weights: relative L2 difference of the logits below 1e-5
+ * (the rows go through the same kernels; only the attention split, per row
+ * vs per chunk, differs, so the results agree to fp32 rounding). Q8_0: a
+ * step of several rows runs the multi-token kernel, which adds a block's
+ * products in another order than the one-token kernel; each layer then
+ * quantizes its input to 8 bits again, where a value on a rounding edge
+ * moves by a whole step, and the keys and values written from it keep the
+ * difference for the rest of the sequence. Most steps still agree exactly
+ * (measured: 0 at the median; the worst row drifts to 1.4e-2 after 19
+ * steps), and the difference must stay below what the format itself costs:
+ * the same session's difference to fp32 weights, step by step. A wrong
+ * kernel is many times that. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,9 +76,11 @@ static void batch_matches_single(ember_type weights)
 {
     static const int prompt_len[ROWS] = {1, 7, 15, 16, 40};
     ember_model *m = load(weights);
-    REQUIRE(m);
+    /* quantized weights: fp32 twins measure what the format costs */
+    ember_model *ref = weights == EMBER_TYPE_F32 ? NULL : load(EMBER_TYPE_F32);
+    REQUIRE(m && (weights == EMBER_TYPE_F32 || ref));
     const int32_t vocab = ember_model_vocab_size(m);
-    ember_session *batched[ROWS] = {0}, *single[ROWS] = {0};
+    ember_session *batched[ROWS] = {0}, *single[ROWS] = {0}, *exact[ROWS] = {0};
     llm_batch *b = NULL;
     unsigned state = 11;
     int32_t ids[ROWS], prompt[64];
@@ -80,16 +90,20 @@ static void batch_matches_single(ember_type weights)
         batched[r] = new_session(m, 1);
         single[r] = new_session(m, 2);
         REQUIRE(batched[r] && single[r]);
+        if (ref) REQUIRE((exact[r] = new_session(ref, 2)) != NULL);
         for (int i = 0; i < prompt_len[r]; i++) prompt[i] = token(&state, vocab);
         CHECK(ember_session_prefill(batched[r], prompt, (size_t)prompt_len[r]) == EMBER_OK);
         CHECK(ember_session_prefill(single[r], prompt, (size_t)prompt_len[r]) == EMBER_OK);
+        if (ref) CHECK(ember_session_prefill(exact[r], prompt, (size_t)prompt_len[r]) == EMBER_OK);
     }
+    double worst_ratio = 0; /* quantized: batch-vs-single over format error */
     for (int step = 0; step < STEPS; step++) {
         /* a shrinking and growing row count: rows come and go between steps */
         int n = step % 3 == 2 ? ROWS - 2 : ROWS;
         for (int r = 0; r < n; r++) {
             ids[r] = token(&state, vocab);
             CHECK(ember_session_decode(single[r], ids[r]) == EMBER_OK);
+            if (ref) CHECK(ember_session_decode(exact[r], ids[r]) == EMBER_OK);
         }
         CHECK(llm_batch_decode(b, batched, ids, n) == EMBER_OK);
         for (int r = 0; r < n; r++) {
@@ -97,17 +111,29 @@ static void batch_matches_single(ember_type weights)
             double d = rel_diff(ember_session_logits(batched[r]), ember_session_logits(single[r]),
                                 vocab);
             worst = d > worst ? d : worst;
+            if (ref) {
+                double q = rel_diff(ember_session_logits(single[r]), ember_session_logits(exact[r]),
+                                    vocab);
+                worst_ratio = d / q > worst_ratio ? d / q : worst_ratio;
+            }
         }
     }
-    CHECK_MSG(worst < TOLERANCE, "worst relative difference %.3g", worst);
-    printf("     weights %d: worst relative logits difference %.3g over %d steps of <= %d rows\n",
-           (int)weights, worst, STEPS, ROWS);
+    if (ref)
+        CHECK_MSG(worst_ratio < 1.0, "batch-vs-single difference %.3g of the format's own",
+                  worst_ratio);
+    else
+        CHECK_MSG(worst < TOLERANCE, "worst relative difference %.3g", worst);
+    printf("     weights %d: worst relative logits difference %.3g over %d steps of <= %d rows"
+           " (%.3g of the format's own error)\n",
+           (int)weights, worst, STEPS, ROWS, worst_ratio);
     for (int r = 0; r < ROWS; r++) {
         ember_session_free(batched[r]);
         ember_session_free(single[r]);
+        ember_session_free(exact[r]);
     }
     llm_batch_free(b);
     ember_model_free(m);
+    ember_model_free(ref);
 }
 
 static void batch_decode_matches_single_sequence_f32(void) { batch_matches_single(EMBER_TYPE_NONE); }
