@@ -16,7 +16,7 @@ static void usage(FILE *f)
             "usage: ember serve -m MODEL_DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
             "                   [--max-seqs 8] [--ctx 4096] [--threads N] [--max-queue N]\n"
             "                   [--timeout SECONDS] [--max-body BYTES] [--prefix-cache MB]\n"
-            "                   [--tts QWEN3_TTS_DIR] [options]\n"
+            "                   [--stats FILE] [--tts QWEN3_TTS_DIR] [options]\n"
             "  POST /v1/chat/completions, POST /v1/completions, POST /v1/audio/speech, GET /v1/models,\n"
             "  GET /health, GET /metrics (OpenAI request and response shapes)\n"
             "  --host ADDR       IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
@@ -30,6 +30,9 @@ static void usage(FILE *f)
             "  --max-body BYTES  request body cap (default 4194304)\n"
             "  --prefix-cache MB finished conversations kept so the next turn runs only its new\n"
             "                    tokens (default 256, 0: off)\n"
+            "  --stats FILE      step statistics of the text engine (queue wait, prefill, decode\n"
+            "                    steps by layer type, sampler, detokenizer) written as JSON at\n"
+            "                    shutdown, with the attribution table on stderr (or $EMBER_STATS)\n"
             "  --tts DIR         also serve POST /v1/audio/speech with this Qwen3-TTS model\n"
             "  --tts-dtype T     its talker and predictor weights (f32|bf16|q8_0; default as stored)\n"
             "  --profile auto|off|explain  the derived profile picks the LLM's weight format\n"
@@ -49,7 +52,7 @@ static int parse_long(const char *arg, long lo, long hi, long *out)
 int cmd_serve(int argc, char **argv)
 {
     enum { OPT_HOST = 1, OPT_PORT, OPT_API_KEY, OPT_MAX_SEQS, OPT_CTX, OPT_MAX_QUEUE, OPT_TIMEOUT,
-           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE };
+           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE, OPT_STATS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, OPT_HOST},
         {"port", required_argument, 0, OPT_PORT},     {"api-key", required_argument, 0, OPT_API_KEY},
@@ -61,6 +64,7 @@ int cmd_serve(int argc, char **argv)
         {"tts", required_argument, 0, OPT_TTS},
         {"tts-dtype", required_argument, 0, OPT_TTS_DTYPE},
         {"profile", required_argument, 0, OPT_PROFILE},
+        {"stats", required_argument, 0, OPT_STATS},
         {"help", no_argument, 0, 'h'},                CLI_COMMON_OPTIONS,
         {0, 0, 0, 0}};
     sv_server_params p;
@@ -69,6 +73,7 @@ int cmd_serve(int argc, char **argv)
     if (p.api_key && !*p.api_key) p.api_key = NULL;
     ember_session_params sp = ember_session_default_params();
     cli_profile profile = CLI_PROFILE_AUTO;
+    const char *stats_path = NULL;
     int opt;
     long v = 0;
     optind = 1;
@@ -98,6 +103,7 @@ int cmd_serve(int argc, char **argv)
         case OPT_PROFILE:
             r = cli_profile_option(CLI_OPT_PROFILE, optarg, "serve", &profile) == 1 ? 0 : 1;
             break;
+        case OPT_STATS: stats_path = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             r = cli_common_option(opt, optarg, "serve", &p.model, &sp);
@@ -131,8 +137,10 @@ int cmd_serve(int argc, char **argv)
     sigdelset(&stop, SIGPIPE);
 
     sv_server *s;
+    p.stats = cli_stats_open(stats_path, "text", "serve");
     if (sv_server_start(&p, &s) != EMBER_OK) {
         fprintf(stderr, "ember serve: %s\n", ember_last_error());
+        ember_stats_free(p.stats);
         return 1;
     }
     fprintf(stderr, "ember serve: listening on http://%s:%d (model %s)\n",
@@ -142,5 +150,6 @@ int cmd_serve(int argc, char **argv)
     sigwait(&stop, &sig);
     fprintf(stderr, "ember serve: signal %d, stopping\n", sig);
     sv_server_stop(s);
-    return 0;
+    /* the engine thread is gone: the recorder is this thread's now */
+    return cli_stats_close(p.stats, stats_path, "serve") ? 1 : 0;
 }

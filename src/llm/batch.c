@@ -20,7 +20,13 @@ struct llm_batch {
     int64_t *pos;              /* max_rows: each row's position */
     kv_layer **layer;          /* max_rows: row's cache layer of the current layer */
     float *logits;             /* max_rows x vocab */
+    ember_stats *stats;        /* decode time by layer type; NULL: off */
 };
+
+void llm_batch_set_stats(llm_batch *b, ember_stats *stats)
+{
+    if (b) b->stats = stats;
+}
 
 ember_status llm_batch_create(const ember_model *model, int32_t max_rows, int n_threads,
                               llm_batch **out)
@@ -125,6 +131,7 @@ ember_status llm_batch_decode(llm_batch *b, ember_session *const *sessions, cons
     llm_work *w = &b->work;
     for (int32_t i = 0; i < n; i++) b->pos[i] = sessions[i]->pos;
     llm_embed(w, ids, 0, b->pos, n);
+    double by_type[2] = {0, 0}, t = ember_stats_start(b->stats);
     for (int32_t li = 0; li < c->n_layers; li++) {
         llm_attn_in(w, li, n);
         for (int32_t i = 0; i < n; i++) b->layer[i] = &sessions[i]->kv.layers[li];
@@ -136,6 +143,15 @@ ember_status llm_batch_decode(llm_batch *b, ember_session *const *sessions, cons
         }
         llm_attn_out(w, li, n);
         llm_mlp(w, li, n);
+        if (b->stats) {
+            double now = ember_clock_ms();
+            by_type[c->layer_type[li] == SPARK_FULL] += now - t;
+            t = now;
+        }
+    }
+    if (b->stats) {
+        ember_stats_record(b->stats, EMBER_STAT_DECODE_SLIDING, by_type[0]);
+        ember_stats_record(b->stats, EMBER_STAT_DECODE_FULL, by_type[1]);
     }
     llm_logits(w, 0, n, b->logits);
     for (int32_t i = 0; i < n; i++) {

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/stats.h"
 #include "ember.h"
 
 typedef struct llm_batch llm_batch;
@@ -28,6 +29,12 @@ void llm_batch_free(llm_batch *b);
  * distinct and of the batch's model. */
 ember_status llm_batch_decode(llm_batch *b, ember_session *const *sessions, const int32_t *ids,
                               int32_t n);
+
+/* Records each decode step's time in sliding-window and in full-attention
+ * layers (EMBER_STAT_DECODE_SLIDING / _FULL) into stats, as a session
+ * does (ember_session_set_stats); NULL: off (a branch per layer). The
+ * recorder belongs to the thread that runs the batch. */
+void llm_batch_set_stats(llm_batch *b, ember_stats *stats);
 
 /* ember_session_prefill on the batch's threads and scratch. */
 ember_status llm_batch_prefill(llm_batch *b, ember_session *session, const int32_t *ids,

@@ -28,9 +28,14 @@ typedef struct slot {
     int decoding;      /* prompt done, `next` pending */
     int over;          /* the response ended this step */
     int keep;          /* it ended well: offer the session to the prefix cache */
+    double prefill_ms; /* stats: the prompt's pieces so far */
     int32_t *held;     /* the tokens the session holds (prompt, then fed ids) */
     size_t n_held;
-    llm_ring_snapshot snap; /* taken where the prompt ended */
+    /* prefix cache: ring snapshots at the prompt's message boundaries and
+     * where it ended (j->n_bounds + 1 at most), in position order */
+    llm_ring_snapshot *snaps;
+    size_t n_snaps;
+    size_t next_bound; /* the first of j->bounds not reached yet */
 } slot;
 
 struct sv_engine {
@@ -57,6 +62,7 @@ struct sv_engine {
     int32_t *ids;
     int *row_slot;
     float *logits;      /* vocab: the sampler works on a copy */
+    int decode_step_id; /* stats: the batched decode call's series */
 };
 
 size_t sv_engine_kv_bytes(const sv_engine *e, int32_t n_tokens)
@@ -92,12 +98,13 @@ static void release_slot(sv_engine *e, int i)
 {
     slot *s = &e->slots[i];
     if (s->keep && s->s) {
-        sv_prefix_cache_put(e->prefix, s->s, s->held, s->n_held, &s->snap);
+        sv_prefix_cache_put(e->prefix, s->s, s->held, s->n_held, s->snaps, s->n_snaps);
     } else {
         ember_session_free(s->s);
         free(s->held);
-        llm_ring_snapshot_free(&s->snap);
+        for (size_t k = 0; k < s->n_snaps; k++) llm_ring_snapshot_free(&s->snaps[k]);
     }
+    free(s->snaps);
     et_textgen_free(s->gen);
     sv_job_unref(s->job);
     pthread_mutex_lock(&e->mu);
@@ -154,8 +161,10 @@ static int start_slot(sv_engine *e, slot *s)
     sp.n_threads = 1;      /* the batch's pool runs everything */
     sp.prefill_chunk = 1;  /* the batch's scratch runs the prefill */
     sp.kv_type = e->p.kv_type;
+    et_textgen_params gp = j->gp;
+    gp.stats = e->p.stats;
     if (ember_session_create(e->m, &sp, &s->s) ||
-        et_textgen_create(e->tok, ember_model_vocab_size(e->m), &j->gp, on_event, j, &s->gen) ||
+        et_textgen_create(e->tok, ember_model_vocab_size(e->m), &gp, on_event, j, &s->gen) ||
         et_textgen_begin(s->gen, j->prompt, j->n_prompt)) {
         fail_job(j, 500, "server_error", NULL, ember_last_error());
         return -1;
@@ -166,9 +175,23 @@ static int start_slot(sv_engine *e, slot *s)
     }
     memcpy(s->held, j->prompt, j->n_prompt * sizeof *s->held);
     s->n_held = j->n_prompt;
+    if (e->p.prefix_cache_bytes && !(s->snaps = calloc(j->n_bounds + 1, sizeof *s->snaps))) {
+        fail_job(j, 500, "server_error", NULL, "out of memory");
+        return -1;
+    }
     s->prefilled = sv_prefix_cache_resume(e->prefix, s->s, j->prompt, j->n_prompt);
     j->cached_tokens = (int32_t)s->prefilled;
+    while (s->next_bound < j->n_bounds && (size_t)j->bounds[s->next_bound] <= s->prefilled) s->next_bound++;
     return 0;
+}
+
+/* A snapshot of the rings where the slot's prefill stands (a message
+ * boundary), for the prefix cache; without memory for it, none. */
+static void snapshot_here(sv_engine *e, slot *s)
+{
+    if (!e->p.prefix_cache_bytes) return;
+    if (llm_ring_snapshot_take(s->s, &s->snaps[s->n_snaps])) llm_ring_snapshot_free(&s->snaps[s->n_snaps]);
+    else s->n_snaps++;
 }
 
 /* Removes queued jobs whose client left or whose deadline passed. Under mu. */
@@ -199,6 +222,7 @@ static void admit(sv_engine *e)
         e->q_head = (e->q_head + 1) % e->p.max_queue;
         e->q_len--;
         e->kv_used += bytes;
+        ember_stats_record(e->p.stats, EMBER_STAT_QUEUE_WAIT, (sv_now() - j->t_submit) * 1e3);
         slot *s = &e->slots[e->n_slots++];
         memset(s, 0, sizeof *s);
         s->job = j;
@@ -237,18 +261,29 @@ static int step(sv_engine *e)
         if (!s->decoding) {
             if (!s->s && start_slot(e, s)) over = 1;
             if (!over) {
-                size_t left = s->job->n_prompt - s->prefilled;
+                const sv_job *j = s->job;
+                size_t left = j->n_prompt - s->prefilled;
                 size_t n = left < (size_t)e->p.prefill_piece ? left : (size_t)e->p.prefill_piece;
-                if (llm_batch_prefill(e->batch, s->s, s->job->prompt + s->prefilled, n)) {
+                /* a piece ends at the next message boundary, to snapshot it */
+                if (s->next_bound < j->n_bounds && (size_t)j->bounds[s->next_bound] - s->prefilled < n)
+                    n = (size_t)j->bounds[s->next_bound] - s->prefilled;
+                double t0 = ember_stats_start(e->p.stats);
+                ember_status st = llm_batch_prefill(e->batch, s->s, s->job->prompt + s->prefilled, n);
+                if (e->p.stats) s->prefill_ms += ember_clock_ms() - t0;
+                if (st) {
                     fail_job(s->job, 500, "server_error", NULL, ember_last_error());
                     over = 1;
                 } else {
                     ran += (int)n;
                     s->prefilled += n;
+                    if (s->next_bound < j->n_bounds && (size_t)j->bounds[s->next_bound] == s->prefilled) {
+                        snapshot_here(e, s);
+                        s->next_bound++;
+                    }
                     if (s->prefilled == s->job->n_prompt) {
-                        /* the message boundary a later turn may resume from */
-                        if (e->p.prefix_cache_bytes && llm_ring_snapshot_take(s->s, &s->snap))
-                            llm_ring_snapshot_free(&s->snap);
+                        ember_stats_record(e->p.stats, EMBER_STAT_PREFILL, s->prefill_ms);
+                        /* the boundary before the reply: the next turn's usual resume point */
+                        snapshot_here(e, s);
                         over = sample(e, s) != 0;
                     }
                 }
@@ -266,7 +301,10 @@ static int step(sv_engine *e)
             e->ids[n] = e->slots[i].next;
             e->row_slot[n++] = i;
         }
-    if (n && llm_batch_decode(e->batch, e->rows, e->ids, n)) {
+    double t_step = ember_stats_start(e->p.stats);
+    ember_status decoded = n ? llm_batch_decode(e->batch, e->rows, e->ids, n) : EMBER_OK;
+    if (n) ember_stats_stop(e->p.stats, e->decode_step_id, t_step);
+    if (decoded) {
         for (int r = 0; r < n; r++) {
             fail_job(e->slots[e->row_slot[r]].job, 500, "server_error", NULL, ember_last_error());
             e->slots[e->row_slot[r]].over = 1;
@@ -277,6 +315,7 @@ static int step(sv_engine *e)
             s->held[s->n_held++] = e->ids[r];
             s->over = sample(e, s) != 0;
         }
+        if (n) ember_stats_stop(e->p.stats, EMBER_STAT_TOKEN, t_step);
     }
     /* backwards: a release moves the last slot into the freed place, and
      * that one was already looked at */
@@ -384,6 +423,11 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
         e->prefix = sv_prefix_cache_create(p->prefix_cache_bytes, 64, metrics);
         if (!e->queue || !e->slots || !e->rows || !e->ids || !e->row_slot || !e->logits || !e->prefix)
             st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
+        /* the batched decode call as a whole, beside its layer types */
+        e->decode_step_id = p->stats ? ember_stats_find(p->stats, "decode_step") : -1;
+        if (!st && p->stats && e->decode_step_id < 0)
+            st = ember_stats_add_series(p->stats, "decode_step", EMBER_STAT_TEXT, &e->decode_step_id);
+        llm_batch_set_stats(e->batch, p->stats);
     }
     if (!st && pthread_create(&e->thread, NULL, engine_main, e))
         st = ember_fail(EMBER_ERR_NO_MEMORY, "engine: cannot start its thread");

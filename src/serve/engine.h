@@ -14,6 +14,11 @@
  *   4. decodes one token of every other sequence in one batched step
  *      (llm/batch.h: one matmul per weight matrix for all rows),
  *   5. samples, streams and finishes sequences (text/textgen.h).
+ * With a stats recorder (--stats) it times each request's queue wait and
+ * prefill, each batched step (the series decode_step, its sliding and full
+ * layers, and `token`: the step with the sampling and detokenizing of all
+ * its rows, the time each row waits for its next token) and every
+ * sampler and detokenizer call.
  * A full queue refuses at submission (503 with Retry-After).
  *
  * Speech (/v1/audio/speech) is not served yet: a TTS engine would be a
@@ -27,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/stats.h"
 #include "ember.h"
 #include "serve/job.h"
 #include "serve/metrics.h"
@@ -42,6 +48,8 @@ typedef struct sv_engine_params {
     ember_type kv_type;
     int32_t prefill_piece; /* prompt tokens per sequence per step */
     size_t prefix_cache_bytes; /* finished conversations kept for reuse; 0: off */
+    ember_stats *stats; /* step statistics, recorded by the engine thread only
+                           (read it after sv_engine_shutdown); NULL: off */
 } sv_engine_params;
 
 typedef struct sv_engine sv_engine;

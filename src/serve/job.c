@@ -43,6 +43,7 @@ void sv_job_unref(sv_job *j)
     if (!last) return;
     sv_request_free(&j->req);
     free(j->prompt);
+    free(j->bounds);
     free(j->content);
     free(j->reasoning);
     cJSON_Delete(j->calls);

@@ -27,6 +27,10 @@ typedef struct sv_job {
     long long created;         /* unix seconds */
     int32_t *prompt;           /* the rendered and tokenized prompt */
     size_t n_prompt;
+    int32_t *bounds;           /* chat: prompt positions where a message starts
+                                  (increasing, in (0, n_prompt)); the engine
+                                  snapshots them for the prefix cache */
+    size_t n_bounds;
     int32_t max_tokens;        /* resolved: request's, or what the context leaves */
     et_textgen_params gp;      /* points into req (stop strings, bias) */
     double t_submit, deadline; /* monotonic seconds */

@@ -127,6 +127,9 @@ char *sv_metrics_render(sv_metrics *m)
            (double)m->prefix_entries);
     scalar(&t, "ember_prefix_cache_bytes", "gauge", "Bytes held by the prefix cache.",
            (double)m->prefix_bytes);
+    scalar(&t, "ember_prefix_cache_snapshots", "gauge",
+           "Sliding-ring snapshots at message boundaries held by the prefix cache.",
+           (double)m->prefix_snapshots);
     scalar(&t, "ember_prefix_cache_hits_total", "counter", "Requests that resumed a cached prefix.",
            (double)m->prefix_hits);
     scalar(&t, "ember_prefix_cache_misses_total", "counter", "Requests that found no cached prefix.",

@@ -23,7 +23,7 @@ typedef struct sv_metrics {
     sv_histogram ttfa;   /* speech: seconds to the first audio byte (no TTS engine yet) */
     /* gauges */
     int64_t queue_depth, active, kv_bytes_in_use, kv_bytes_budget;
-    int64_t prefix_entries, prefix_bytes;
+    int64_t prefix_entries, prefix_bytes, prefix_snapshots;
     uint64_t prefix_hits, prefix_misses, prefix_tokens_reused;
 } sv_metrics;
 

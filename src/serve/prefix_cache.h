@@ -1,12 +1,18 @@
 /* Finished conversations kept for the next turn (engine thread only).
  *
  * Agents resend the whole conversation every turn. An entry keeps a
- * finished sequence's session (its KV), the tokens it holds, and a ring
- * snapshot taken where its prompt ended (the message boundary before the
+ * finished sequence's session (its KV), the tokens it holds, and ring
+ * snapshots taken at the message boundaries of its prompt (where each
+ * message started, and where the prompt ended: the boundary before the
  * reply). A new prompt that starts with an entry's tokens resumes from its
- * end; one that diverges inside the last reply (a template that re-renders
- * it differently, an edited message) resumes from the snapshot. Entries are
- * bounded in bytes and count and evicted least recently used first. */
+ * end; one that diverges inside a message (a template that re-renders the
+ * last reply differently, an edited or regenerated turn) resumes from the
+ * nearest snapshot before the divergence. An entry that extends an older
+ * one (the same conversation, a turn later) supersedes it and inherits its
+ * snapshots, so the boundaries of earlier turns stay resumable. Entries
+ * (snapshots included) are bounded in bytes and count, evicted least
+ * recently used first; an entry keeps at most SV_PREFIX_MAX_SNAPSHOTS
+ * snapshots, the latest positions. */
 #ifndef EMBER_SERVE_PREFIX_CACHE_H
 #define EMBER_SERVE_PREFIX_CACHE_H
 
@@ -17,16 +23,20 @@
 #include "llm/prefix.h"
 #include "serve/metrics.h"
 
+enum { SV_PREFIX_MAX_SNAPSHOTS = 64 };
+
 typedef struct sv_prefix_cache sv_prefix_cache;
 
 /* max_bytes 0: disabled (every call is a no-op / miss). */
 sv_prefix_cache *sv_prefix_cache_create(size_t max_bytes, int max_entries, sv_metrics *metrics);
 void sv_prefix_cache_free(sv_prefix_cache *c);
 
-/* Takes ownership of s, tokens (n of them: what s holds) and snap (taken at
- * snap->pos <= n; may be empty), or frees them when they do not fit. */
+/* Takes ownership of s, tokens (n of them: what s holds) and the n_snaps
+ * snapshots in snaps (each taken by s at a position <= n, in increasing
+ * order; empty ones, pos 0, are skipped), or frees them when they do not
+ * fit. snaps itself stays the caller's; its snapshots are left empty. */
 void sv_prefix_cache_put(sv_prefix_cache *c, ember_session *s, int32_t *tokens, size_t n,
-                         llm_ring_snapshot *snap);
+                         llm_ring_snapshot *snaps, size_t n_snaps);
 
 /* Makes dst (empty) hold the longest cached prefix of prompt it can, at
  * most n_prompt - 1 tokens (one is left to produce logits). Returns the

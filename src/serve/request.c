@@ -226,21 +226,55 @@ static int parse_messages(const cJSON *root, sv_request *r, sv_error *e)
     return 0;
 }
 
+/* The function a tool_choice object names ({"type": "function",
+ * "function": {"name": ...}}), NULL when it is not of that shape. */
+static const char *named_choice(const cJSON *choice)
+{
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(choice, "type");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(choice, "function"), "name");
+    if (!cJSON_IsObject(choice) || (type && !(cJSON_IsString(type) && !strcmp(type->valuestring, "function"))) ||
+        !cJSON_IsString(name))
+        return NULL;
+    return name->valuestring;
+}
+
+/* tool_choice required / named: the names the reply must call (see
+ * sv_request.force_tools), checked against the tools. */
+static int parse_tool_choice(const cJSON *choice, sv_request *r, sv_error *e)
+{
+    const char *named = cJSON_IsString(choice) ? NULL : named_choice(choice);
+    if (!named && !(cJSON_IsString(choice) && !strcmp(choice->valuestring, "required"))) return 0;
+    if (!r->tools) return bad(e, "tool_choice", "requires tools: there is no function to call");
+    int n = cJSON_GetArraySize(r->tools);
+    if (!(r->force_tools = calloc((size_t)n, sizeof *r->force_tools)))
+        return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    const cJSON *t;
+    cJSON_ArrayForEach(t, r->tools) {
+        const char *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "name")->valuestring;
+        if (!named || !strcmp(named, name)) r->force_tools[r->n_force_tools++] = name;
+        if (named && r->n_force_tools) break;
+    }
+    if (named && !r->n_force_tools)
+        return sv_error_set(e, 400, "invalid_request_error", "tool_choice", NULL,
+                            "tool_choice names the function '%.200s', which is not in tools", named);
+    r->single_call = named != NULL;
+    return 0;
+}
+
 static int parse_tools(const cJSON *root, sv_request *r, sv_error *e)
 {
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
     const cJSON *choice = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
     char where[160];
     if (choice && !cJSON_IsNull(choice)) {
-        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(choice, "function");
         if (cJSON_IsString(choice) ? strcmp(choice->valuestring, "none") &&
                                          strcmp(choice->valuestring, "auto") &&
                                          strcmp(choice->valuestring, "required")
-                                   : !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(fn, "name")))
+                                   : !named_choice(choice))
             return bad(e, "tool_choice", "must be none, auto, required or a named function");
         if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) return 0;
     }
-    if (!tools || cJSON_IsNull(tools)) return 0;
+    if (!tools || cJSON_IsNull(tools)) return parse_tool_choice(choice, r, e);
     if (!cJSON_IsArray(tools)) return bad(e, "tools", "must be an array");
     const cJSON *t;
     int i = 0;
@@ -249,13 +283,16 @@ static int parse_tools(const cJSON *root, sv_request *r, sv_error *e)
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
         const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsObject(fn) ||
-            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(fn, "name")) ||
-            (params && !cJSON_IsObject(params)))
+            !cJSON_IsString(name) || (params && !cJSON_IsObject(params)))
             return bad(e, where, "must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        if (!name->valuestring[0] || strlen(name->valuestring) > 64)
+            return bad(e, where, "function.name must have 1 to 64 characters");
     }
-    if (cJSON_GetArraySize(tools) > 0) r->tools = cJSON_Duplicate(tools, 1);
-    return 0;
+    if (cJSON_GetArraySize(tools) > 0 && !(r->tools = cJSON_Duplicate(tools, 1)))
+        return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    return parse_tool_choice(choice, r, e);
 }
 
 static int parse_prompt(const cJSON *root, int32_t vocab, sv_request *r, sv_error *e)
@@ -395,6 +432,7 @@ void sv_request_free(sv_request *r)
     free(r->model);
     cJSON_Delete(r->messages);
     cJSON_Delete(r->tools);
+    free(r->force_tools);
     free(r->prompt);
     free(r->prompt_ids);
     for (size_t i = 0; i < r->n_stop; i++) free(r->stop[i]);

@@ -37,6 +37,12 @@ typedef struct sv_request {
     char *model;              /* as the client named it */
     cJSON *messages;          /* chat: a clean copy (role, content as text, tool_calls, ...) */
     cJSON *tools;             /* chat: the tools array, NULL when none (or tool_choice none) */
+    /* tool_choice "required": every tool's name; a named function: its
+     * name, with single_call set (exactly that one call). Pointers into
+     * tools; NULL when the model may answer without a call (auto). */
+    const char **force_tools;
+    size_t n_force_tools;
+    int single_call;
     char *prompt;             /* completion: text, or NULL when prompt_ids */
     int32_t *prompt_ids;      /* completion: token ids */
     size_t n_prompt_ids;

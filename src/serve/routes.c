@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "serve/prefix_cache.h"
 #include "serve/server_internal.h"
 
 static const char json_type[] = "application/json";
@@ -86,7 +87,9 @@ static void job_params(sv_server *s, sv_job *j)
 {
     const sv_request *r = &j->req;
     et_textgen_params *gp = &j->gp;
+    const int in_reasoning = gp->start_in_reasoning; /* tokenize_prompt's */
     et_textgen_params_default(gp);
+    gp->start_in_reasoning = in_reasoning;
     gp->sampling = s->sampling;
     if (r->set.temperature) gp->sampling.temperature = r->temperature;
     if (r->set.top_p) gp->sampling.top_p = r->top_p;
@@ -103,6 +106,9 @@ static void job_params(sv_server *s, sv_job *j)
     gp->n_stop_ids = s->n_stop_ids;
     gp->max_tokens = j->max_tokens;
     gp->parse_tools = r->kind == SV_CHAT;
+    gp->force_tools = r->force_tools;
+    gp->n_force_tools = r->n_force_tools;
+    gp->single_call = r->single_call;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -111,14 +117,43 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && !memcmp(s + n - k, suffix, k);
 }
 
+/* Chat with the prefix cache on: the prompt positions where its messages
+ * start (the boundaries the engine snapshots). Each segment between two
+ * boundaries of the rendered text is tokenized alone; a boundary counts
+ * while the segments' ids agree with the whole prompt's (a template puts a
+ * special token there, so they do), and the first disagreement ends the
+ * list. Best effort: without memory there are no boundaries. */
+static void message_bounds(sv_server *s, sv_job *j, const et_chat_input *in, const char *text)
+{
+    size_t *ends = NULL, n_ends = 0, from = 0, pos = 0;
+    if (!s->p.prefix_cache_bytes ||
+        et_chat_message_ends(s->tmpl, in, text, SV_PREFIX_MAX_SNAPSHOTS, &ends, &n_ends) || !n_ends ||
+        !(j->bounds = malloc(n_ends * sizeof *j->bounds))) {
+        free(ends);
+        return;
+    }
+    for (size_t k = 0; k < n_ends; k++) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        int agree = et_tokenizer_encode(s->tok, text + from, ends[k] - from, 0, &ids, &n) == EMBER_OK &&
+                    n > 0 && pos + n < j->n_prompt && !memcmp(ids, j->prompt + pos, n * sizeof *ids);
+        free(ids);
+        if (!agree) break;
+        pos += n;
+        from = ends[k];
+        j->bounds[j->n_bounds++] = (int32_t)pos;
+    }
+    free(ends);
+}
+
 /* The prompt ids of a request (chat: the rendered template). */
 static int tokenize_prompt(sv_server *s, sv_job *j, sv_error *e)
 {
     sv_request *r = &j->req;
     char *text = NULL;
     int add_special = 1;
+    const et_chat_input in = {r->messages, r->tools, true, -1, NULL};
     if (r->kind == SV_CHAT) {
-        et_chat_input in = {r->messages, r->tools, true, -1, NULL};
         if (et_chat_render(s->tmpl, &in, &text))
             return sv_error_set(e, 400, "invalid_request_error", "messages", NULL,
                                 "the chat template rejected the messages: %s", ember_last_error());
@@ -133,6 +168,7 @@ static int tokenize_prompt(sv_server *s, sv_job *j, sv_error *e)
     }
     const char *src = text ? text : r->prompt;
     ember_status st = et_tokenizer_encode(s->tok, src, strlen(src), add_special, &j->prompt, &j->n_prompt);
+    if (!st && text) message_bounds(s, j, &in, text);
     free(text);
     if (st)
         return sv_error_set(e, 400, "invalid_request_error", r->kind == SV_CHAT ? "messages" : "prompt",

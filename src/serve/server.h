@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/stats.h"
 #include "ember.h"
 #include "serve/job.h"
 
@@ -37,6 +38,8 @@ typedef struct sv_server_params {
     const char *tts_dir;     /* a Qwen3-TTS directory: serves /v1/audio/speech; NULL: 501 */
     ember_type tts_weight_type; /* its talker and predictor (NONE: as stored) */
     int32_t tts_max_frames;  /* audio frames per speech request; 0: 4096 */
+    ember_stats *stats;      /* the text engine's step statistics (engine.h); NULL:
+                                off. The caller's: read it after sv_server_stop. */
 } sv_server_params;
 
 void sv_server_params_default(sv_server_params *p);

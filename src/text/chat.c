@@ -212,3 +212,43 @@ ember_status et_chat_render(const et_chat_template *t, const et_chat_input *in, 
     cJSON_Delete(ctx);
     return st;
 }
+
+ember_status et_chat_message_ends(const et_chat_template *t, const et_chat_input *in,
+                                  const char *rendered, size_t cap, size_t **ends, size_t *n)
+{
+    *ends = NULL;
+    *n = 0;
+    if (!t || !in || !rendered || !cJSON_IsArray(in->messages))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_message_ends: bad arguments");
+    const size_t total = (size_t)cJSON_GetArraySize(in->messages), len = strlen(rendered);
+    const size_t first = total > cap ? total - cap : 1;
+    if (total < 2 || first >= total) return EMBER_OK;
+    cJSON *head = cJSON_CreateArray();
+    size_t *out = malloc((total - first) * sizeof *out);
+    ember_status st = head && out ? EMBER_OK : ember_fail(EMBER_ERR_NO_MEMORY, "chat: out of memory");
+    const cJSON *m = in->messages->child;
+    for (size_t k = 1; !st && k < total; k++, m = m->next) {
+        /* head: references to the first k messages (no copies) */
+        if (!cJSON_AddItemReferenceToArray(head, (cJSON *)m)) {
+            st = ember_fail(EMBER_ERR_NO_MEMORY, "chat: out of memory");
+            break;
+        }
+        if (k < first) continue;
+        et_chat_input part = *in;
+        part.messages = head;
+        part.add_generation_prompt = false;
+        char *text = NULL;
+        if (et_chat_render(t, &part, &text)) continue; /* this prefix renders no boundary */
+        size_t at = strlen(text);
+        if (at > 0 && at < len && !memcmp(text, rendered, at) && (*n == 0 || at > out[*n - 1])) out[(*n)++] = at;
+        free(text);
+    }
+    cJSON_Delete(head);
+    if (st || *n == 0) {
+        free(out);
+        *n = 0;
+        return st;
+    }
+    *ends = out;
+    return EMBER_OK;
+}

@@ -38,4 +38,14 @@ typedef struct {
 ember_status et_chat_render(const et_chat_template *t, const et_chat_input *in, char **out);
 void et_chat_template_free(et_chat_template *t);
 
+/* Where the messages of `in` end in `rendered` (what et_chat_render made
+ * of in): for each k of the last `cap` message counts below the whole,
+ * the first k messages rendered alone (no generation prompt) when that text
+ * is a prefix of rendered, its length. A template that renders a message
+ * differently once more follow (Qwen3 drops the reasoning of old turns)
+ * simply has no boundary there. *ends: malloc'd byte offsets, increasing,
+ * each in (0, strlen(rendered)); NULL when *n is 0. */
+ember_status et_chat_message_ends(const et_chat_template *t, const et_chat_input *in,
+                                  const char *rendered, size_t cap, size_t **ends, size_t *n);
+
 #endif

@@ -3,6 +3,7 @@
 #include "text/textgen.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,24 @@ struct et_textgen {
     et_toolcall *tools; /* NULL: every piece of text is content */
     et_toolcall_sink sink;
     void *user;
+    int32_t vocab;
     int32_t count, calls;
     int stopped; /* a stop string matched: later text is dropped */
+
+    /* force_tools: each candidate opening of the response as ids */
+    struct forced_call {
+        int32_t *ids;
+        size_t n_ids;
+        char *name;
+        char *call;     /* the opening from the open tag on, as the parser sees the block */
+    } *forced;
+    size_t n_forced;
+    unsigned char *live; /* per candidate: agrees with every id sampled so far */
+    float *saved;        /* the allowed ids' logits while the rest are masked */
+    size_t forced_pos;   /* ids sampled under the constraint */
+    int constraining;    /* the opening is not complete yet */
+    int block_open;      /* the forced call has not come out yet */
+    int call_done;       /* single_call: the call came out, the rest is dropped */
 };
 
 void et_textgen_params_default(et_textgen_params *p)
@@ -42,12 +59,142 @@ const char *et_finish_name(et_finish f)
     }
 }
 
-/* Counts the calls on their way to the caller's sink. */
+/* The first candidate still in the running: the call a forced block makes. */
+static const struct forced_call *chosen_call(const et_textgen *g)
+{
+    for (size_t k = 0; k < g->n_forced; k++)
+        if (g->live[k]) return &g->forced[k];
+    return NULL;
+}
+
+static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+/* The arguments of a forced block that did not parse (block[0..len), open
+ * tag first): what the model generated after the forced opening, without
+ * the close tag and the brace that closes the call object when the block
+ * was closed. "" when the block ended inside the opening. */
+static char *forced_arguments(const struct forced_call *c, const char *close_tag, const char *block,
+                              size_t len)
+{
+    size_t at = strlen(c->call), k = strlen(close_tag);
+    const char *a = len > at ? block + at : block + len;
+    size_t n = len > at ? len - at : 0;
+    if (n >= k && !memcmp(a + n - k, close_tag, k)) {
+        n -= k;
+        while (n && is_space(a[n - 1])) n--;
+        if (n && a[n - 1] == '}') n--;
+    }
+    while (n && is_space(a[n - 1])) n--;
+    char *args = malloc(n + 1);
+    if (args) {
+        memcpy(args, a, n);
+        args[n] = '\0';
+    }
+    return args;
+}
+
+/* Counts and numbers the calls on their way to the caller's sink (ids are
+ * per response: call_0, call_1, ...), turns a forced block that did not
+ * parse into its call, and drops what follows a single call. */
 static int count_sink(void *user, const et_toolcall_event *e)
 {
     et_textgen *g = user;
-    if (e->kind == ET_TOOLCALL_CALL) g->calls++;
-    return g->sink(g->user, e);
+    if (g->call_done) return 0;
+    et_toolcall_event ev = *e;
+    const struct forced_call *c = g->block_open ? chosen_call(g) : NULL;
+    char id[32], *args = NULL;
+    if (c && e->kind == ET_TOOLCALL_CONTENT && e->malformed) {
+        size_t n = strlen(c->call) < e->len ? strlen(c->call) : e->len;
+        if (!memcmp(e->text, c->call, n)) {
+            const char *close = et_toolcall_format_named("hermes")->close_tag;
+            if (!(args = forced_arguments(c, close, e->text, e->len))) return 1;
+            ev = (et_toolcall_event){ET_TOOLCALL_CALL, NULL, 0, 0, NULL, NULL, c->name, args};
+        }
+    }
+    if (ev.kind == ET_TOOLCALL_CALL) {
+        snprintf(id, sizeof id, "call_%d", (int)g->calls++);
+        ev.id = id;
+        g->block_open = 0;
+    }
+    int rc = g->sink(g->user, &ev);
+    free(args);
+    if (ev.kind == ET_TOOLCALL_CALL && g->p.single_call) g->call_done = 1;
+    return rc;
+}
+
+/* The candidate openings of force_tools: the text the chat templates render
+ * before a call's arguments, after closing the reasoning the prompt opened. */
+static ember_status forced_create(et_textgen *g, const et_textgen_params *p, const char *open_tag)
+{
+    g->forced = calloc(p->n_force_tools, sizeof *g->forced);
+    g->live = calloc(p->n_force_tools, 1);
+    g->saved = calloc(p->n_force_tools, sizeof *g->saved);
+    if (!g->forced || !g->live || !g->saved) return ember_fail(EMBER_ERR_NO_MEMORY, "textgen: out of memory");
+    g->n_forced = p->n_force_tools;
+    const char *lead = p->start_in_reasoning ? "</think>\n\n" : "";
+    for (size_t k = 0; k < p->n_force_tools; k++) {
+        struct forced_call *c = &g->forced[k];
+        const char *name = p->force_tools[k];
+        size_t n = strlen(lead) + strlen(open_tag) + strlen(name) + 64;
+        char *text = malloc(n);
+        c->name = malloc(strlen(name) + 1);
+        if (!text || !c->name) {
+            free(text);
+            return ember_fail(EMBER_ERR_NO_MEMORY, "textgen: out of memory");
+        }
+        strcpy(c->name, name);
+        snprintf(text, n, "%s%s\n{\"name\": \"%s\", \"arguments\": ", lead, open_tag, name);
+        c->call = text;
+        ember_status st = et_tokenizer_encode(g->tok, text, strlen(text), false, &c->ids, &c->n_ids);
+        memmove(text, text + strlen(lead), strlen(text) - strlen(lead) + 1);
+        if (st) return st;
+        if (!c->n_ids) return ember_fail(EMBER_ERR_INVALID_ARG, "textgen: the forced call of '%s' has no tokens", name);
+    }
+    return EMBER_OK;
+}
+
+static void forced_free(et_textgen *g)
+{
+    for (size_t k = 0; g->forced && k < g->n_forced; k++) {
+        free(g->forced[k].ids);
+        free(g->forced[k].name);
+        free(g->forced[k].call);
+    }
+    free(g->forced);
+    free(g->live);
+    free(g->saved);
+}
+
+/* Leaves finite only the logits of the ids that continue a live candidate. */
+static void forced_mask(et_textgen *g, float *logits, int32_t vocab)
+{
+    for (size_t k = 0; k < g->n_forced; k++)
+        if (g->live[k]) g->saved[k] = logits[g->forced[k].ids[g->forced_pos]];
+    for (int32_t v = 0; v < vocab; v++) logits[v] = -INFINITY;
+    for (size_t k = 0; k < g->n_forced; k++)
+        if (g->live[k]) logits[g->forced[k].ids[g->forced_pos]] = g->saved[k];
+}
+
+/* After sampling *id under the mask: keeps the candidates that agree (an id
+ * outside them, possible only when every allowed logit was -inf, becomes
+ * the first live candidate's), and ends the constraint when one is whole. */
+static void forced_advance(et_textgen *g, int32_t *id)
+{
+    const struct forced_call *first = chosen_call(g);
+    int agrees = 0;
+    for (size_t k = 0; k < g->n_forced; k++)
+        agrees |= g->live[k] && g->forced[k].ids[g->forced_pos] == *id;
+    if (!agrees) *id = first->ids[g->forced_pos];
+    for (size_t k = 0; k < g->n_forced; k++)
+        g->live[k] = g->live[k] && g->forced[k].ids[g->forced_pos] == *id;
+    g->forced_pos++;
+    for (size_t k = 0; k < g->n_forced; k++)
+        if (g->live[k] && g->forced[k].n_ids == g->forced_pos) {
+            /* a whole opening: it is the call (the others drop out) */
+            memset(g->live, 0, g->n_forced);
+            g->live[k] = 1;
+            g->constraining = 0;
+        }
 }
 
 ember_status et_textgen_create(const et_tokenizer *tok, int32_t vocab_size,
@@ -59,6 +206,8 @@ ember_status et_textgen_create(const et_tokenizer *tok, int32_t vocab_size,
         return ember_fail(EMBER_ERR_INVALID_ARG, "textgen: bad arguments");
     if (!tok && (p->n_stop || p->parse_tools))
         return ember_fail(EMBER_ERR_INVALID_ARG, "stop strings and tool calls need a tokenizer");
+    if (p->n_force_tools && (!p->parse_tools || !p->force_tools))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "textgen: forced tool calls need parse_tools and the names");
     et_textgen *g = calloc(1, sizeof *g);
     if (!g) return ember_fail(EMBER_ERR_NO_MEMORY, "textgen: out of memory");
     g->tok = tok;
@@ -67,6 +216,8 @@ ember_status et_textgen_create(const et_tokenizer *tok, int32_t vocab_size,
     g->user = user;
     g->p.stop = NULL;
     g->p.n_stop = 0;
+    g->p.force_tools = NULL;
+    g->vocab = vocab_size;
     ember_status st = EMBER_OK;
     if (p->n_stop_ids) {
         g->stop_ids = malloc(p->n_stop_ids * sizeof *g->stop_ids);
@@ -83,6 +234,7 @@ ember_status et_textgen_create(const et_tokenizer *tok, int32_t vocab_size,
         tp.start_in_reasoning = p->start_in_reasoning;
         st = et_toolcall_create(&tp, &g->tools);
     }
+    if (!st && p->n_force_tools) st = forced_create(g, p, et_toolcall_format_named("hermes")->open_tag);
     if (st) {
         et_textgen_free(g);
         return st;
@@ -98,6 +250,7 @@ void et_textgen_free(et_textgen *g)
     et_detok_free(g->detok);
     et_stop_free(g->stop);
     et_toolcall_free(g->tools);
+    forced_free(g);
     free(g->stop_ids);
     free(g);
 }
@@ -113,7 +266,10 @@ ember_status et_textgen_begin(et_textgen *g, const int32_t *prompt, size_t n)
     ember_status st = g->tok ? et_detok_create(g->tok, true, &g->detok) : EMBER_OK;
     if (st) return st;
     g->count = g->calls = 0;
-    g->stopped = 0;
+    g->stopped = g->call_done = 0;
+    if (g->n_forced) memset(g->live, 1, g->n_forced);
+    g->forced_pos = 0;
+    g->constraining = g->block_open = g->n_forced > 0;
     return et_sampler_add_prompt(g->sampler, prompt, n);
 }
 
@@ -140,7 +296,9 @@ ember_status et_textgen_step(et_textgen *g, float *logits, int32_t *id, et_finis
 {
     *finish = ET_FINISH_NONE;
     double t0 = ember_stats_start(g->p.stats);
+    if (g->constraining) forced_mask(g, logits, g->vocab);
     *id = et_sampler_sample(g->sampler, logits);
+    if (g->constraining) forced_advance(g, id);
     et_sampler_accept(g->sampler, *id);
     ember_stats_stop(g->p.stats, EMBER_STAT_SAMPLER, t0);
     g->count++;
@@ -155,7 +313,7 @@ ember_status et_textgen_step(et_textgen *g, float *logits, int32_t *id, et_finis
     if (!st && g->detok) st = feed_text(g, text, len);
     ember_stats_stop(g->p.stats, EMBER_STAT_DETOKENIZE, t0);
     if (st) return st;
-    if (g->stopped) *finish = ET_FINISH_STOP;
+    if (g->stopped || g->call_done) *finish = ET_FINISH_STOP;
     else if (g->p.max_tokens && g->count >= g->p.max_tokens) *finish = ET_FINISH_LENGTH;
     return EMBER_OK;
 }
@@ -163,7 +321,7 @@ ember_status et_textgen_step(et_textgen *g, float *logits, int32_t *id, et_finis
 ember_status et_textgen_end(et_textgen *g, et_finish *finish)
 {
     ember_status st = EMBER_OK;
-    if (!g->stopped && g->detok) {
+    if (!g->stopped && !g->call_done && g->detok) {
         const char *text;
         size_t len;
         et_stop_result r;
@@ -182,6 +340,7 @@ ember_status et_textgen_end(et_textgen *g, et_finish *finish)
 
 int32_t et_textgen_count(const et_textgen *g) { return g->count; }
 int32_t et_textgen_calls(const et_textgen *g) { return g->calls; }
+int32_t et_textgen_forced(const et_textgen *g) { return (int32_t)g->forced_pos; }
 
 /* ---- the model's stop ids ------------------------------------------------ */
 

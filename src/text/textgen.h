@@ -35,6 +35,19 @@ typedef struct et_textgen_params {
     int parse_tools;           /* hermes tool calls and <think> reasoning; else all content */
     int start_in_reasoning;    /* the prompt ended inside <think> */
     ember_stats *stats;        /* sampler and detokenizer timers (NULL: off) */
+    /* OpenAI's tool_choice "required" (every tool's name) or a named
+     * function (one name): the response opens with a call of one of these
+     * functions. The text up to its arguments (hermes, as the chat templates
+     * render a call: <tool_call>\n{"name": "NAME", "arguments": ) is forced
+     * token by token: sampling is restricted to the tokens that continue one
+     * of the names, so the model picks among them where they differ. A block
+     * that then fails to parse (arguments that are not JSON, or no close tag
+     * before the end) still comes out as a CALL of the chosen function, its
+     * arguments the text the model generated for them, verbatim. Needs
+     * parse_tools. Copied. */
+    const char *const *force_tools;
+    size_t n_force_tools;
+    int single_call;           /* the response ends after its first call */
 } et_textgen_params;
 
 void et_textgen_params_default(et_textgen_params *p);
@@ -77,6 +90,9 @@ ember_status et_textgen_end(et_textgen *g, et_finish *finish);
 int32_t et_textgen_count(const et_textgen *g);
 /* Tool calls emitted in this response. */
 int32_t et_textgen_calls(const et_textgen *g);
+/* The ids sampled under the force_tools constraint so far in this response
+ * (0 without it): the forced opening of the call. */
+int32_t et_textgen_forced(const et_textgen *g);
 
 /* The ids that end a response for the model in dir: eos_token_id of
  * generation_config.json and config.json (an id or a list) and the

@@ -4,7 +4,8 @@
 # greedy replies equal to the CLI's, well-framed SSE, 16 concurrent streams
 # equal to their one-at-a-time replies, a killed client freeing its slot, a
 # full queue answering 503 + Retry-After, a queued request timing out (504),
-# /metrics, and the official `openai` npm client (tests/js/serve_openai.mjs).
+# /metrics, tool_choice (named, required), --stats counts matching the
+# requests, and the official `openai` npm client (tests/js/serve_openai.mjs).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 tmp=$(mktemp -d)
@@ -67,6 +68,9 @@ expect_status nesting_cap_400 400 - POST /v1/chat/completions "{\"model\":\"tiny
 big=$(head -c 70000 /dev/zero | tr '\0' 'a')
 expect_status body_cap_413 413 - POST /v1/chat/completions "$(chat "$big" '')"
 expect_status speech_not_yet_501 501 - POST /v1/audio/speech '{"model":"tiny","input":"hi","voice":"x"}'
+tools2='"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}},{"type":"function","function":{"name":"get_time"}}]'
+expect_status tool_choice_unknown_function_400 400 tool_choice POST /v1/chat/completions "$(chat hi ",$tools2,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_date\"}}")"
+expect_status tool_choice_without_tools_400 400 tool_choice POST /v1/chat/completions "$(chat hi ',"tool_choice":"required"')"
 
 # --- replies -----------------------------------------------------------------
 # A greedy completion is the CLI's greedy continuation of the same prompt.
@@ -80,6 +84,39 @@ else fail completion_equals_cli_greedy "server: $got" "cli: $want"; fi
 curl -sN "$BASE/v1/chat/completions" -d "$(chat hello ',"max_tokens":20,"temperature":0,"stream":true,"stream_options":{"include_usage":true}')" >"$tmp/one.sse"
 if err=$(sse_ok "$tmp/one.sse" 2>&1) && grep -q '"usage":{"prompt_tokens"' "$tmp/one.sse"; then pass chat_stream_framing_and_usage
 else fail chat_stream_framing_and_usage "$err" "$(head -c 600 "$tmp/one.sse")"; fi
+
+# tool_choice: whatever the tiny random model would say, a named function
+# is called (and only it, once), "required" calls one of the tools; sampled
+# with several seeds, streamed and not. The arguments are what the model
+# wrote after the forced opening (not JSON from random weights).
+bad=""
+for seed in 1 2 3 4 5; do
+  for choice in '{"type":"function","function":{"name":"get_time"}}' '"required"'; do
+    body=$(chat "What time is it in Paris?" ",$tools2,\"tool_choice\":$choice,\"max_tokens\":40,\"temperature\":1,\"seed\":$seed")
+    curl -s "$BASE/v1/chat/completions" -d "$body" >"$tmp/tc.json"
+    curl -sN "$BASE/v1/chat/completions" -d "${body%\}},\"stream\":true}" >"$tmp/tc.sse"
+    err=$(python3 - "$tmp/tc.json" "$tmp/tc.sse" "$choice" <<'PY' 2>&1
+import json, sys
+o = json.load(open(sys.argv[1]))
+named = sys.argv[3] != '"required"'
+allowed = {"get_time"} if named else {"get_time", "get_weather"}
+c = o["choices"][0]
+calls = c["message"].get("tool_calls") or []
+assert calls and calls[0]["function"]["name"] in allowed, o
+assert isinstance(calls[0]["function"]["arguments"], str) and calls[0]["id"] == "call_0", o
+assert c["finish_reason"] in ("tool_calls", "length"), o
+if named:
+    assert len(calls) == 1 and c["message"]["content"] is None, o
+ev = [json.loads(e[6:]) for e in open(sys.argv[2]).read().split("\n\n") if e.startswith("data: {")]
+deltas = [tc for e in ev for tc in (e["choices"][0]["delta"].get("tool_calls") or [])]
+assert deltas and deltas[0]["function"]["name"] in allowed and deltas[0]["index"] == 0, ev
+PY
+)
+    [ -n "$err" ] && bad="$bad seed $seed $choice: $(tail -1 <<<"$err")"
+    sse_ok "$tmp/tc.sse" >/dev/null 2>&1 || bad="$bad seed $seed: stream framing"
+  done
+done
+[ -z "$bad" ] && pass tool_choice_forces_the_call || fail tool_choice_forces_the_call "$bad"
 
 # 16 concurrent streams (8 rows per step, 8 queued): each is well framed and
 # equals the same request answered alone.
@@ -111,7 +148,7 @@ ok=$(metric 'ember_requests_total{status="200"}'); bad400=$(metric 'ember_reques
 ttft=$(metric ember_time_to_first_token_seconds_count); kv=$(metric ember_kv_bytes_in_use)
 out=$(metric ember_completion_tokens_total)
 # every completed request generated at least one token and had a first token
-if [ "${ok:-0}" -ge 22 ] && [ "${bad400:-0}" -ge 13 ] && [ "${ttft:-0}" -ge 22 ] && [ "$kv" = 0 ] &&
+if [ "${ok:-0}" -ge 22 ] && [ "${bad400:-0}" -ge 15 ] && [ "${ttft:-0}" -ge 22 ] && [ "$kv" = 0 ] &&
    [ "${out:-0}" -ge 22 ]; then pass metrics_counts
 else fail metrics_counts "200: $ok 400: $bad400 ttft: $ttft kv: $kv out: $out"; fi
 stop_server
@@ -166,6 +203,41 @@ if grep -q '"code":"timeout"' "$tmp/rest" && [ "$(tail -c 14 "$tmp/rest")" = "$(
   pass stream_timeout_frees_row_and_reports
 else fail stream_timeout_frees_row_and_reports "$(tail -c 300 "$tmp/rest")"; fi
 stop_server; SPID=""
+
+# --- --stats: the engine's step statistics, written at a clean shutdown -------
+# Requests one after the other, so every decode step has one row: each
+# request is one queue wait and one prefill, each generated token one
+# sampler call, and every token but the last of a reply one decode step.
+start_server "$tmp/server_stats.log" -m $M --threads 2 --stats "$tmp/stats.json" ||
+  { fail serve_stats_starts "$(cat "$tmp/server_stats.log")"; exit 1; }
+: >"$tmp/usage"
+for n in 9 5 3; do
+  curl -s "$BASE/v1/completions" -d "{\"model\":\"tiny\",\"prompt\":\"Count $n\",\"max_tokens\":$n,\"temperature\":0}" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["usage"]["completion_tokens"])' >>"$tmp/usage"
+done
+curl -sN "$BASE/v1/chat/completions" -d "$(chat hello ',"max_tokens":7,"stream":true,"stream_options":{"include_usage":true}')" |
+  python3 -c '
+import json, sys
+for e in sys.stdin.read().split("\n\n"):
+    if e.startswith("data: {") and json.loads(e[6:]).get("usage"): print(json.loads(e[6:])["usage"]["completion_tokens"])' >>"$tmp/usage"
+[ -e "$tmp/stats.json" ] && fail serve_stats_written_at_shutdown "the file exists before the shutdown"
+stop_server; SPID=""
+if [ "$SRC" = 0 ] && err=$(python3 - "$tmp/stats.json" "$tmp/usage" <<'PY' 2>&1
+import json, sys
+c = json.load(open(sys.argv[1]))["counters"]
+usage = [int(x) for x in open(sys.argv[2]).read().split()]
+assert len(usage) == 4 and all(u > 0 for u in usage), usage
+def count(name): return c[name]["count"]
+assert count("queue_wait") == 4 and count("prefill") == 4, (count("queue_wait"), count("prefill"))
+assert count("sampler") == sum(usage), (count("sampler"), usage)
+steps = sum(u - 1 for u in usage)
+for name in ("decode_step", "decode_full", "decode_sliding", "token"):
+    assert count(name) == steps, (name, count(name), steps)
+assert 0 < count("detokenize") <= count("sampler")
+assert c["decode_step"]["sum_ms"] >= c["decode_full"]["sum_ms"] > 0
+PY
+) && grep -q 'decode_full' "$tmp/server_stats.log"; then pass serve_stats_counts_match_requests
+else fail serve_stats_counts_match_requests "exit $SRC: $err" "$(tail -20 "$tmp/server_stats.log")"; fi
 
 # --- API key -------------------------------------------------------------------
 start_server "$tmp/server4.log" -m $M --threads 2 --api-key s3cret ||

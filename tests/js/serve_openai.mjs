@@ -1,5 +1,6 @@
 // The official `openai` npm client against a running `ember serve`: model
-// list, chat (plain and streamed, with usage), a tool-call round trip,
+// list, chat (plain and streamed, with usage), a tool-call round trip, tool_choice
+// (a named function, "required" streamed),
 // completions (text and token ids, plain and streamed) and error statuses.
 //   node serve_openai.mjs NODE_MODULES BASE_URL MODEL [API_KEY]
 // Prints PASS/FAIL lines; exits 1 when any check failed.
@@ -83,6 +84,26 @@ await attempt('openai_tool_round_trip', async () => {
   });
   check('openai_tool_round_trip', second.choices[0].message.role === 'assistant' &&
         second.usage.prompt_tokens > first.usage.prompt_tokens, second);
+});
+
+// a named tool_choice: the reply calls that function (the client's own
+// types: message.tool_calls, the streamed tool_calls deltas)
+await attempt('openai_tool_choice_named', async () => {
+  const choice = { type: 'function', function: { name: 'get_weather' } };
+  const r = await client.chat.completions.create({
+    model, messages, tools, tool_choice: choice, max_tokens: 24, temperature: 0,
+  });
+  const calls = r.choices[0].message.tool_calls || [];
+  check('openai_tool_choice_named', calls.length === 1 && calls[0].function.name === 'get_weather' &&
+        ['tool_calls', 'length'].includes(r.choices[0].finish_reason), r.choices[0]);
+  const stream = await client.chat.completions.create({
+    model, messages, tools, tool_choice: 'required', max_tokens: 24, temperature: 0, stream: true,
+  });
+  let name = null;
+  for await (const chunk of stream)
+    for (const c of chunk.choices)
+      for (const tc of (c.delta && c.delta.tool_calls) || []) if (tc.function && tc.function.name) name = tc.function.name;
+  check('openai_tool_choice_required_stream', name === 'get_weather', { name });
 });
 
 await attempt('openai_completions', async () => {

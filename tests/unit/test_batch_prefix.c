@@ -3,14 +3,19 @@
  * at n, after the source ran past n and its rings wrapped; or at the
  * source's own position without one) continues with the logits of a
  * session that ran the whole prompt from scratch (relative L2 below 1e-5,
- * the chunk-split tolerance of test_session). */
+ * the chunk-split tolerance of test_session). The server's prefix cache
+ * (src/serve/prefix_cache.c) keeps snapshots at several message
+ * boundaries: a prompt diverging anywhere resumes from the nearest one
+ * before the divergence, with the logits of a from-scratch run. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "ember.h"
 #include "llm/prefix.h"
+#include "serve/prefix_cache.h"
 
 static ember_model *load(void)
 {
@@ -98,9 +103,100 @@ static void resume_without_snapshot_is_refused(void)
     ember_model_free(m);
 }
 
+/* A cached conversation of `n` ids, prefilled in pieces that end at the
+ * boundaries bounds[0..n_bounds), each snapshotted, and at its end. */
+static void put_conversation(sv_prefix_cache *c, ember_model *m, const int32_t *conv, size_t n,
+                             const int *bounds, size_t n_bounds)
+{
+    ember_session *s = session(m, TOTAL + 8);
+    llm_ring_snapshot snaps[8] = {{0}};
+    int32_t *held = malloc(n * sizeof *held);
+    size_t done = 0, k = 0;
+    if (!s || !held) {
+        CHECK_MSG(0, "out of memory");
+        free(held);
+        ember_session_free(s);
+        return;
+    }
+    memcpy(held, conv, n * sizeof *held);
+    for (; k <= n_bounds; k++) {
+        size_t to = k < n_bounds ? (size_t)bounds[k] : n;
+        CHECK(ember_session_prefill(s, conv + done, to - done) == EMBER_OK);
+        CHECK(llm_ring_snapshot_take(s, &snaps[k]) == EMBER_OK);
+        done = to;
+    }
+    sv_prefix_cache_put(c, s, held, n, snaps, k);
+    for (size_t i = 0; i < k; i++) CHECK(snaps[i].rows == NULL); /* the cache took them */
+}
+
+/* Resumes `prompt` (n ids) from the cache: the position it resumed at, and
+ * whether its next logits equal a from-scratch run's. */
+static size_t resume_and_compare(sv_prefix_cache *c, ember_model *m, const int32_t *prompt, size_t n)
+{
+    ember_session *dst = session(m, TOTAL + 8), *ref = session(m, TOTAL + 8);
+    size_t at = 0;
+    if (!dst || !ref) CHECK_MSG(0, "out of memory");
+    else {
+        at = sv_prefix_cache_resume(c, dst, prompt, n);
+        CHECK(ember_session_prefill(dst, prompt + at, n - at) == EMBER_OK);
+        CHECK(ember_session_prefill(ref, prompt, n) == EMBER_OK);
+        double d = rel_diff(ember_session_logits(dst), ember_session_logits(ref), ember_model_vocab_size(m));
+        CHECK_MSG(d < 1e-5, "resumed at %zu: relative difference %.3g", at, d);
+    }
+    ember_session_free(dst);
+    ember_session_free(ref);
+    return at;
+}
+
+static void cache_resumes_at_the_nearest_boundary(void)
+{
+    ember_model *m = load();
+    REQUIRE(m);
+    sv_metrics metrics;
+    sv_metrics_init(&metrics);
+    sv_prefix_cache *c = sv_prefix_cache_create((size_t)64 << 20, 4, &metrics);
+    REQUIRE(c);
+    static const int bounds[] = {12, 30, 47};
+    int32_t conv[60], prompt[TOTAL];
+    for (int i = 0; i < 60; i++) conv[i] = ids[i];
+    put_conversation(c, m, conv, 60, bounds, 3);
+    CHECK(metrics.prefix_entries == 1 && metrics.prefix_snapshots == 4);
+    /* diverging at d resumes from the latest boundary at or before d (the
+     * rings wrapped past every one of them: window 16) */
+    static const struct { int diverge; size_t want; } cases[] = {
+        {5, 0}, {12, 12}, {29, 12}, {30, 30}, {46, 30}, {55, 47}, {60, 60},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        memcpy(prompt, conv, sizeof conv);
+        for (int i = 60; i < 70; i++) prompt[i] = ids[i];
+        if (cases[k].diverge < 60) prompt[cases[k].diverge] = (conv[cases[k].diverge] + 1) % 500;
+        size_t at = resume_and_compare(c, m, prompt, 70);
+        CHECK_MSG(at == cases[k].want, "diverging at %d: resumed at %zu, want %zu", cases[k].diverge, at,
+                  cases[k].want);
+    }
+    /* the next turn extends the conversation: it supersedes the entry and
+     * keeps its boundaries besides its own */
+    static const int later[] = {66};
+    int32_t longer[75];
+    for (int i = 0; i < 75; i++) longer[i] = ids[i];
+    put_conversation(c, m, longer, 75, later, 1);
+    CHECK_MSG(metrics.prefix_entries == 1 && metrics.prefix_snapshots == 6, "entries %lld snapshots %lld",
+              (long long)metrics.prefix_entries, (long long)metrics.prefix_snapshots);
+    memcpy(prompt, longer, sizeof longer);
+    prompt[35] = (prompt[35] + 1) % 500;
+    CHECK(resume_and_compare(c, m, prompt, 75) == 30);
+    memcpy(prompt, longer, sizeof longer);
+    prompt[70] = (prompt[70] + 1) % 500;
+    CHECK(resume_and_compare(c, m, prompt, 75) == 66);
+    sv_prefix_cache_free(c);
+    sv_metrics_destroy(&metrics);
+    ember_model_free(m);
+}
+
 int main(void)
 {
     RUN(resumed_session_matches_scratch);
     RUN(resume_without_snapshot_is_refused);
+    RUN(cache_resumes_at_the_nearest_boundary);
     return check_summary();
 }

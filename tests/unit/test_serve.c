@@ -13,6 +13,7 @@
 #include "llm/batch.h"
 #include "serve/format.h"
 #include "serve/request.h"
+#include "text/textgen.h"
 
 static int parse(sv_kind kind, const char *body, sv_request *r, sv_error *e)
 {
@@ -195,6 +196,180 @@ static void tool_calls_take_the_openai_shapes(void)
     sv_job_unref(j);
 }
 
+#define TOOLS2                                                                                     \
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},"                 \
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}]"
+
+static int parse_choice(const char *tools_and_choice, sv_request *r, sv_error *e)
+{
+    char body[1024];
+    snprintf(body, sizeof body, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]%s}",
+             tools_and_choice);
+    memset(e, 0, sizeof *e);
+    return parse(SV_CHAT, body, r, e);
+}
+
+/* tool_choice: required forces every tool's name, a named function only
+ * its own (and one call); a name not in tools, or no tools, is a 400 that
+ * names tool_choice. */
+static void tool_choice_is_checked_against_tools(void)
+{
+    sv_request r;
+    sv_error e;
+    REQUIRE(parse_choice("," TOOLS2 ",\"tool_choice\":\"required\"", &r, &e) == 0);
+    CHECK(r.n_force_tools == 2 && !strcmp(r.force_tools[0], "get_weather") &&
+          !strcmp(r.force_tools[1], "get_time") && !r.single_call);
+    sv_request_free(&r);
+    REQUIRE(parse_choice("," TOOLS2 ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}",
+                         &r, &e) == 0);
+    CHECK(r.n_force_tools == 1 && !strcmp(r.force_tools[0], "get_time") && r.single_call);
+    sv_request_free(&r);
+    REQUIRE(parse_choice("," TOOLS2 ",\"tool_choice\":\"auto\"", &r, &e) == 0);
+    CHECK(r.n_force_tools == 0 && r.tools);
+    sv_request_free(&r);
+    REQUIRE(parse_choice("," TOOLS2 ",\"tool_choice\":\"none\"", &r, &e) == 0);
+    CHECK(r.n_force_tools == 0 && !r.tools);
+    sv_request_free(&r);
+    static const char *const bad[] = {
+        "," TOOLS2 ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_date\"}}",
+        ",\"tool_choice\":\"required\"",
+        ",\"tools\":[],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}",
+        "," TOOLS2 ",\"tool_choice\":{\"type\":\"code\",\"function\":{\"name\":\"get_time\"}}",
+        "," TOOLS2 ",\"tool_choice\":\"always\"",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK_MSG(parse_choice(bad[i], &r, &e) == -1 && e.status == 400 && !strcmp(e.param, "tool_choice"),
+                  "case %zu: status %d param '%s'", i, e.status, e.param);
+    }
+    CHECK(strstr((parse_choice(bad[0], &r, &e), e.message), "get_date") != NULL);
+}
+
+typedef struct calls_seen {
+    int calls;
+    char name[64], args[256], content[512];
+} calls_seen;
+
+static int collect_calls(void *user, const et_toolcall_event *ev)
+{
+    calls_seen *c = user;
+    if (ev->kind == ET_TOOLCALL_CALL) {
+        c->calls++;
+        snprintf(c->name, sizeof c->name, "%s", ev->name);
+        snprintf(c->args, sizeof c->args, "%s", ev->arguments);
+    } else if (ev->kind == ET_TOOLCALL_CONTENT) {
+        size_t at = strlen(c->content);
+        snprintf(c->content + at, sizeof c->content - at, "%.*s", (int)ev->len, ev->text);
+    }
+    return 0;
+}
+
+/* The ids of text (malloc'd) and their count. */
+static int32_t *ids_of(const et_tokenizer *tok, const char *text, size_t *n)
+{
+    int32_t *ids = NULL;
+    *n = 0;
+    if (et_tokenizer_encode(tok, text, strlen(text), false, &ids, n)) CHECK_MSG(0, "%s", ember_last_error());
+    return ids;
+}
+
+/* Generates greedily from one-hot logits: for as many steps as the opening
+ * of a call of `expect` has tokens they spell `talk`, then `rest`, then the
+ * model's end id forever. */
+static et_finish generate_wanting(const et_tokenizer *tok, const char *const *names, size_t n_names,
+                                  int single, const char *expect, const char *talk, const char *rest,
+                                  int32_t max_tokens, calls_seen *seen)
+{
+    const int32_t vocab = (int32_t)et_tokenizer_vocab_size(tok), end = et_tokenizer_find(tok, "<|im_end|>");
+    et_textgen_params p;
+    et_textgen_params_default(&p);
+    p.sampling.temperature = 0;
+    p.parse_tools = 1;
+    p.force_tools = names;
+    p.n_force_tools = n_names;
+    p.single_call = single;
+    p.stop_ids = &end;
+    p.n_stop_ids = 1;
+    p.max_tokens = max_tokens;
+    char opening[256];
+    snprintf(opening, sizeof opening, "<tool_call>\n{\"name\": \"%s\", \"arguments\": ", expect);
+    size_t n_open, n_talk, n_rest;
+    int32_t *open_ids = ids_of(tok, opening, &n_open), *talk_ids = ids_of(tok, talk, &n_talk);
+    int32_t *rest_ids = ids_of(tok, rest, &n_rest), id;
+    float *logits = malloc((size_t)vocab * sizeof *logits);
+    et_textgen *g = NULL;
+    et_finish f = ET_FINISH_NONE;
+    memset(seen, 0, sizeof *seen);
+    if (!logits || !n_open || et_textgen_create(tok, vocab, &p, collect_calls, seen, &g) ||
+        et_textgen_begin(g, NULL, 0)) {
+        CHECK_MSG(0, "setup: %s", ember_last_error());
+        goto done;
+    }
+    for (size_t i = 0; !f; i++) {
+        for (int32_t v = 0; v < vocab; v++) logits[v] = 0.0f;
+        if (i < n_open) logits[i < n_talk ? talk_ids[i] : end] = 10.0f;
+        else logits[i - n_open < n_rest ? rest_ids[i - n_open] : end] = 10.0f;
+        if (et_textgen_step(g, logits, &id, &f)) break;
+    }
+    CHECK_MSG((size_t)et_textgen_forced(g) == n_open, "forced %d, the opening has %zu tokens",
+              et_textgen_forced(g), n_open);
+    CHECK(et_textgen_end(g, &f) == EMBER_OK);
+done:
+    et_textgen_free(g);
+    free(open_ids);
+    free(talk_ids);
+    free(rest_ids);
+    free(logits);
+    return f;
+}
+
+/* The forced opening in generation: whatever the logits say, the reply
+ * calls a function the tool_choice allows, and the arguments are what the
+ * model generates after the opening. */
+static void tool_choice_forces_the_call(void)
+{
+    const char *dir = getenv("EMBER_TEST_MODEL");
+    et_tokenizer *tok = NULL;
+    REQUIRE(et_tokenizer_load(dir && *dir ? dir : "models/tiny", &tok) == EMBER_OK);
+    static const char *const both[] = {"get_weather", "get_time"};
+    const char *const *time_only = both + 1;
+    calls_seen c;
+    /* a model that wants to end at once: still a call of the named function,
+     * with no arguments (it ended right after the opening) */
+    et_finish f = generate_wanting(tok, time_only, 1, 1, "get_time", "", "", 0, &c);
+    CHECK_MSG(f == ET_FINISH_TOOL_CALLS && c.calls == 1 && !strcmp(c.name, "get_time") && !strcmp(c.args, ""),
+              "finish %d calls %d name %s args '%s' content '%s'", f, c.calls, c.name, c.args, c.content);
+    /* a model that would talk instead: forced into the call; what it then
+     * writes is the (non-JSON) arguments, cut by max_tokens */
+    f = generate_wanting(tok, time_only, 1, 1, "get_time", "Sure thing, hello there friend",
+                         "it is late, very late indeed, and later still it gets", 40, &c);
+    CHECK_MSG(f == ET_FINISH_LENGTH && c.calls == 1 && !strcmp(c.name, "get_time") && !c.content[0] &&
+                  !strncmp(c.args, "it is late", 10),
+              "finish %d calls %d name %s args '%s' content '%s'", f, c.calls, c.name, c.args, c.content);
+    /* required: the model picks among the names (the one its logits spell)
+     * and its JSON arguments parse */
+    static const char args[] = "{\"city\": \"Paris\"}}\n</tool_call>";
+    static const char weather[] = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
+    static const char time_call[] = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": ";
+    f = generate_wanting(tok, both, 2, 0, "get_weather", weather, args, 0, &c);
+    CHECK_MSG(f == ET_FINISH_TOOL_CALLS && c.calls == 1 && !strcmp(c.name, "get_weather") &&
+                  !strcmp(c.args, "{\"city\":\"Paris\"}"),
+              "finish %d calls %d name %s args '%s'", f, c.calls, c.name, c.args);
+    f = generate_wanting(tok, both, 2, 0, "get_time", time_call, args, 0, &c);
+    CHECK_MSG(f == ET_FINISH_TOOL_CALLS && c.calls == 1 && !strcmp(c.name, "get_time"),
+              "finish %d calls %d name %s args '%s'", f, c.calls, c.name, c.args);
+    /* named: the name is forced even where the logits spell another; one
+     * call ends the reply before the text that follows it */
+    f = generate_wanting(tok, time_only, 1, 1, "get_time", weather, "{}}\n</tool_call> and more", 0, &c);
+    CHECK_MSG(f == ET_FINISH_TOOL_CALLS && c.calls == 1 && !strcmp(c.name, "get_time") &&
+                  !strcmp(c.args, "{}") && !c.content[0],
+              "finish %d calls %d name %s args '%s' content '%s'", f, c.calls, c.name, c.args, c.content);
+    /* a closed block whose arguments are not JSON: the call, arguments verbatim */
+    f = generate_wanting(tok, time_only, 1, 1, "get_time", "", "{city: Paris}}\n</tool_call>", 0, &c);
+    CHECK_MSG(f == ET_FINISH_TOOL_CALLS && c.calls == 1 && !strcmp(c.args, "{city: Paris}"),
+              "finish %d calls %d args '%s' content '%s'", f, c.calls, c.args, c.content);
+    et_tokenizer_free(tok);
+}
+
 /* What admission reserves is what a session of that length allocates. */
 static void admission_bytes_equal_session_bytes(void)
 {
@@ -225,6 +400,8 @@ int main(void)
     RUN(request_fields_are_read);
     RUN(bad_fields_are_named);
     RUN(tool_calls_take_the_openai_shapes);
+    RUN(tool_choice_is_checked_against_tools);
+    RUN(tool_choice_forces_the_call);
     RUN(admission_bytes_equal_session_bytes);
     return check_summary();
 }
