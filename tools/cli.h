@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "base/stats.h"
+#include "edge/profile.h"
 #include "ember.h"
 #include "text/textgen.h"
 
@@ -58,9 +59,10 @@ int cli_parse_type(const char *arg, ember_type *out);
 int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp);
 
-/* --profile auto|off|explain (cli_profile.c), for generate and chat: the
- * derived edge profile picks the weight format and thread count the
- * command line leaves open (auto is the default; explain also prints why). */
+/* --profile auto|off|explain (cli_profile.c), for generate, chat, serve,
+ * tts and bench tts: the derived edge profile picks the weight format and
+ * thread count the command line leaves open (auto is the default; explain
+ * also prints why; off leaves the defaults: the stored format). */
 typedef enum cli_profile { CLI_PROFILE_AUTO = 0, CLI_PROFILE_OFF, CLI_PROFILE_EXPLAIN } cli_profile;
 enum { CLI_OPT_PROFILE = 1050 };
 #define CLI_PROFILE_OPTIONS {"profile", required_argument, 0, CLI_OPT_PROFILE}
@@ -70,6 +72,13 @@ int cli_profile_option(int c, const char *arg, const char *cmd, cli_profile *p);
  * unset (weight_type NONE, n_threads 0). Returns 0, or -1 with a message. */
 int cli_apply_profile(const char *dir, cli_profile mode, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp);
+/* The same for a Qwen3-TTS directory: the talker and predictor's format
+ * goes to *weight_type unless it is set (an explicit --dtype). Returns 1
+ * with the profile in *out (its CPUs place the threads; NULL: the caller
+ * places nothing, and explain says only the format), 0 when there is none
+ * (off, or a directory the profile cannot read), -1 with a message. */
+int cli_apply_tts_profile(const char *dir, cli_profile mode, const char *cmd, ember_type *weight_type,
+                          edge_profile *out);
 
 /* --stats FILE (cli_stats.c): a recorder when FILE or EMBER_STATS is given
  * (else NULL: off); close writes the JSON and prints the attribution table,

@@ -141,6 +141,7 @@ int cmd_bench_speech(int argc, char **argv)
     size_t n_ids = 0;
     if (tts_cli_encode(eo.dir, text, &ids, &n_ids)) return 1;
     tts_engine e;
+    tts_engine_calibration_load(&eo, "bench tts", 1);
     double t0 = cli_now_s();
     if (tts_engine_open(&e, &eo, (int32_t)n_ids, frames, "bench tts")) {
         free(ids);
@@ -161,6 +162,7 @@ int cmd_bench_speech(int argc, char **argv)
     t->verbose = trace_chunks;
     for (int r = 0; r < reps; r++) {
         t->n = 0;
+        tts_engine_start_request(&e, &eo);
         if (tts_synthesize(e.gen, e.dec, &rq, &eo.pipeline, on_pcm, t, &st)) {
             fprintf(stderr, "ember bench tts: %s\n", ember_last_error());
             goto done;
@@ -173,13 +175,14 @@ int cmd_bench_speech(int argc, char **argv)
         for (int r = 0; r < reps; r++) col[r] = res[r][k];
         med[k] = cli_median(col, reps);
     }
-    const char *const type_names[] = {"as stored", "f32", "f16", "bf16", "q8_0", "q4_0"};
+    const char *weights = edge_type_name(e.m->weight_type);
+    const char *chunking = eo.pipeline.controller.next ? "adaptive" : "schedule";
     if (report_dir) {
         /* the last rep's arrivals as the picture and the metrics' JSON */
         edge_chunk_time *arr = calloc((size_t)(t->n ? t->n : 1), sizeof *arr);
         char title[256];
         snprintf(title, sizeof title, "ember tts, %s, %s talker/predictor, %d frames", eo.dir,
-                 type_names[eo.dtype], frames);
+                 weights, frames);
         for (int32_t i = 0; arr && i < t->n; i++) {
             arr[i].t_ms = t->ready_ms[i];
             arr[i].samples = (int64_t)t->frames[i] * e.dm->cfg.samples_per_frame;
@@ -193,6 +196,7 @@ int cmd_bench_speech(int argc, char **argv)
     }
     if (json)
         printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"decoder_dtype\": \"%s\", "
+               "\"chunking\": \"%s\", "
                "\"generator_threads\": %d, \"decoder_threads\": %d, \"frames\": %d, \"reps\": %d, "
                "\"chunks\": %d, \"load_s\": %.3f, \"prefill_ms\": %.1f, \"ttfa_ms\": %.1f, "
                "\"ttfa_first_rep_ms\": %.1f, "
@@ -200,16 +204,16 @@ int cmd_bench_speech(int argc, char **argv)
                "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
                "\"chunk_gap_ms\": {\"p50\": %.1f, \"p95\": %.1f, \"max\": %.1f}, "
                "\"peak_rss_bytes\": %zu}\n",
-               eo.dir, e.m->kernels->name, type_names[eo.dtype], type_names[eo.decoder_dtype],
+               eo.dir, e.m->kernels->name, weights, edge_type_name(eo.decoder_dtype), chunking,
                e.gen_threads, e.dec_threads, frames, reps, t->n, load_s, st.prefill_ms, med[0],
                res[0][M_TTFA], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
                t->peak.anon + t->peak.file);
     else
         printf("first audio %.1f ms, playback can start at %.1f ms, RTF %.3f; per frame: talker "
                "%.2f ms, predictor %.2f ms, decoder %.2f ms; chunk gaps p50 %.1f p95 %.1f max "
-               "%.1f ms; peak RSS %.1f MB\n",
+               "%.1f ms; peak RSS %.1f MB; weights %s, chunks by %s\n",
                med[0], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
-               (double)(t->peak.anon + t->peak.file) / 1e6);
+               (double)(t->peak.anon + t->peak.file) / 1e6, weights, chunking);
     rc = 0;
 done:
     free(t);

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "serve/server.h"
+#include "tts_engine.h"
 
 static void usage(FILE *f)
 {
@@ -34,9 +35,11 @@ static void usage(FILE *f)
             "                    steps by layer type, sampler, detokenizer) written as JSON at\n"
             "                    shutdown, with the attribution table on stderr (or $EMBER_STATS)\n"
             "  --tts DIR         also serve POST /v1/audio/speech with this Qwen3-TTS model\n"
-            "  --tts-dtype T     its talker and predictor weights (f32|bf16|q8_0; default as stored)\n"
+            "  --tts-dtype T     its talker and predictor weights (f32|bf16|q8_0; default: the\n"
+            "                    profile's); its chunks follow this machine's calibration\n"
             "  --profile auto|off|explain  the derived profile picks the LLM's weight format\n"
-            "                    and threads unless given (default auto)\n%s",
+            "                    and threads, and the TTS model's format, unless given (default\n"
+            "                    auto; off: as stored)\n%s",
             cli_common_usage);
 }
 
@@ -123,6 +126,16 @@ int cmd_serve(int argc, char **argv)
         return 2;
     }
     if (cli_apply_profile(p.model_dir, profile, "serve", &p.model, &sp)) return 1;
+    /* the speech model: its own profile's format, the cached calibration's chunks */
+    edge_calibration tts_calibration;
+    char calibration_path[1024];
+    if (p.tts_dir && cli_apply_tts_profile(p.tts_dir, profile, "serve --tts", &p.tts_weight_type, NULL) < 0)
+        return 1;
+    if (p.tts_dir && tts_calibration_find(p.tts_dir, "serve", &tts_calibration, calibration_path,
+                                          sizeof calibration_path)) {
+        p.tts_calibration = &tts_calibration;
+        tts_calibration_describe(&tts_calibration, calibration_path, "serve");
+    }
     p.n_threads = sp.n_threads;
     p.kv_type = sp.kv_type;
 

@@ -21,7 +21,7 @@ static void usage(FILE *f)
             "usage: ember tts -m DIR --text TEXT (-o OUT.wav | --stream) [--speaker S]\n"
             "                 [--language L|auto] [--max-frames N] [--seed S] [--greedy]\n"
             "                 [--streaming-text] [--json] [--temp T] [--top-k K] [--top-p P]\n"
-            "                 [--repetition-penalty R] [--stats FILE] [--no-calibration]\n"
+            "                 [--repetition-penalty R] [--stats FILE]\n"
             "                 [engine options]\n"
             "  DIR is a Qwen3-TTS directory (config.json, model.safetensors, vocab.json,\n"
             "  merges.txt, speech_tokenizer/). --stream writes raw s16le mono 24 kHz PCM to\n"
@@ -29,7 +29,10 @@ static void usage(FILE *f)
             "  Sampling defaults come from generation_config.json; --temp/--top-k/--top-p\n"
             "  set the talker and the code predictor alike (--temp 0: greedy).\n"
             "  Without --chunks the schedule calibrated by earlier runs on this machine is\n"
-            "  used (cached under $XDG_CACHE_HOME/ember), and each run refreshes it.\n"
+            "  used (cached under $XDG_CACHE_HOME/ember), chunk by chunk by the adaptive\n"
+            "  controller when the calibration says so, and each run refreshes it.\n"
+            "  The derived profile (--profile) picks the talker and predictor's format\n"
+            "  unless --dtype names one; the summary says which ran.\n"
             "  --stats FILE (or EMBER_STATS) writes step statistics and prints where the\n"
             "  80 ms of each frame went.\n"
             "engine options:\n%s",
@@ -41,14 +44,14 @@ typedef struct sink {
     FILE *raw;
     int failed;
     char error[300];
-    tts_arrivals *arrivals; /* for the calibration */
+    tts_arrivals *arrivals; /* for the summary and the calibration */
     int32_t samples_per_frame;
 } sink;
 
 static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *info)
 {
     sink *k = user;
-    if (k->arrivals) tts_arrivals_add(k->arrivals, info, k->samples_per_frame);
+    tts_arrivals_add(k->arrivals, info, k->samples_per_frame);
     if (k->wav) {
         if (wav_append(k->wav, pcm, n)) {
             snprintf(k->error, sizeof k->error, "%s", ember_last_error());
@@ -73,10 +76,45 @@ static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *
     return k->failed;
 }
 
+/* The run on stderr: a line, or JSON with --json. Both name the weight
+ * format that ran and the chunking (adaptive: the controller's); JSON also
+ * lists each chunk's frames. */
+static void print_summary(const tts_engine *e, const tts_engine_opts *o, const tts_synth_stats *st,
+                          const tts_arrivals *a, int json)
+{
+    const c2w_config *dc = &e->dm->cfg;
+    const double audio_ms = st->frames * 1000.0 * dc->samples_per_frame / dc->sample_rate;
+    const double per = st->frames ? 1.0 / st->frames : 0.0;
+    const char *weights = edge_type_name(e->m->weight_type);
+    const char *chunking = o->pipeline.controller.next ? "adaptive" : "schedule";
+    if (!json) {
+        fprintf(stderr,
+                "ember tts: %d frames in %d chunks (%s), %.1f ms of audio in %.1f ms; first audio after "
+                "%.1f ms (prefill %.1f ms); per frame: talker %.2f ms, predictor %.2f ms, decoder %.2f ms; "
+                "threads %d + %d; weights %s\n",
+                st->frames, st->chunks, chunking, audio_ms, st->total_ms, st->first_audio_ms, st->prefill_ms,
+                st->talker_ms * per, st->predictor_ms * per, st->decoder_ms * per, e->gen_threads,
+                e->dec_threads, weights);
+        return;
+    }
+    fprintf(stderr,
+            "{\"frames\": %d, \"chunks\": %d, \"audio_ms\": %.1f, \"wall_ms\": %.1f, "
+            "\"first_audio_ms\": %.1f, \"prefill_ms\": %.1f, \"talker_ms_per_frame\": %.2f, "
+            "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
+            "\"generator_threads\": %d, \"decoder_threads\": %d, \"weights\": \"%s\", "
+            "\"chunking\": \"%s\", \"chunk_frames\": [",
+            st->frames, st->chunks, audio_ms, st->total_ms, st->first_audio_ms, st->prefill_ms,
+            st->talker_ms * per, st->predictor_ms * per, st->decoder_ms * per, e->gen_threads, e->dec_threads,
+            weights, chunking);
+    for (int32_t i = 0; i < a->n; i++)
+        fprintf(stderr, "%s%lld", i ? ", " : "", (long long)(a->chunks[i].samples / dc->samples_per_frame));
+    fprintf(stderr, "]}\n");
+}
+
 int cmd_tts(int argc, char **argv)
 {
     enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON,
-           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS, O_NO_CAL };
+           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"text", required_argument, 0, O_TEXT},
         {"out", required_argument, 0, 'o'},        {"speaker", required_argument, 0, O_SPEAKER},
@@ -86,14 +124,14 @@ int cmd_tts(int argc, char **argv)
         {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
         {"temp", required_argument, 0, O_TEMP},    {"top-k", required_argument, 0, O_TOPK},
         {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_PENALTY},
-        {"stats", required_argument, 0, O_STATS},  {"no-calibration", no_argument, 0, O_NO_CAL},
-        TTS_ENGINE_OPTIONS,                        {0, 0, 0, 0}};
+        {"stats", required_argument, 0, O_STATS},  TTS_ENGINE_OPTIONS,
+        {0, 0, 0, 0}};
     tts_engine_opts eo;
     tts_engine_opts_init(&eo);
     tts_request rq;
     memset(&rq, 0, sizeof rq);
     const char *text = NULL, *out_path = NULL;
-    int stream = 0, json = 0, c, calibrate = 1;
+    int stream = 0, json = 0, c;
     const char *stats_path = NULL;
     /* sampling overrides (talker and predictor alike); < 0: generation_config's */
     double temp = -1, top_p = -1, penalty = -1;
@@ -124,7 +162,6 @@ int cmd_tts(int argc, char **argv)
         case O_TOPP: top_p = strtod(optarg, &end); break;
         case O_PENALTY: penalty = strtod(optarg, &end); break;
         case O_STATS: stats_path = optarg; break;
-        case O_NO_CAL: calibrate = 0; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = tts_engine_option(c, optarg, "tts", &eo);
@@ -155,7 +192,7 @@ int cmd_tts(int argc, char **argv)
     rq.n_text_ids = n_ids;
     tts_engine e;
     int32_t max_frames = rq.max_frames ? rq.max_frames : 4096;
-    if (calibrate) tts_engine_calibration_load(&eo, "tts", 1);
+    tts_engine_calibration_load(&eo, "tts", 1);
     if (tts_engine_open(&e, &eo, (int32_t)n_ids, max_frames, "tts")) {
         free(ids);
         return 1;
@@ -171,13 +208,17 @@ int cmd_tts(int argc, char **argv)
     if (penalty > 0) sampling.repetition_penalty = (float)penalty;
     rq.sampling = &sampling;
     wav_writer wav;
-    tts_arrivals *arrivals = calibrate ? calloc(1, sizeof *arrivals) : NULL;
+    int rc = 1;
+    tts_arrivals *arrivals = calloc(1, sizeof *arrivals);
     sink k = {NULL, stdout, 0, "", arrivals, e.dm->cfg.samples_per_frame};
     ember_stats *stats = cli_stats_open(stats_path, "tts", "tts"), *dec_stats = NULL;
     if (stats && ember_stats_create("tts_decoder", &dec_stats) != EMBER_OK) dec_stats = NULL;
     eo.pipeline.gen_stats = stats;
     eo.pipeline.dec_stats = dec_stats;
-    int rc = 1;
+    if (!arrivals) {
+        fprintf(stderr, "ember tts: out of memory\n");
+        goto done;
+    }
     if (out_path) {
         if (wav_open(&wav, out_path, (uint32_t)e.dm->cfg.sample_rate)) {
             fprintf(stderr, "ember tts: %s\n", ember_last_error());
@@ -188,6 +229,7 @@ int cmd_tts(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error, reported below */
     }
     tts_synth_stats st;
+    tts_engine_start_request(&e, &eo);
     ember_status s = tts_synthesize(e.gen, e.dec, &rq, &eo.pipeline, on_pcm, &k, &st);
     if (s || k.failed) {
         fprintf(stderr, "ember tts: %s\n", k.failed ? k.error : ember_last_error());
@@ -198,19 +240,8 @@ int cmd_tts(int argc, char **argv)
         fprintf(stderr, "ember tts: %s\n", ember_last_error());
         goto done;
     }
-    if (arrivals) tts_engine_calibration_save(&eo, arrivals, e.dm->cfg.sample_rate, "tts");
-    const double audio_ms = st.frames * 1000.0 * e.dm->cfg.samples_per_frame / e.dm->cfg.sample_rate;
-    fprintf(stderr,
-            json ? "{\"frames\": %d, \"chunks\": %d, \"audio_ms\": %.1f, \"wall_ms\": %.1f, "
-                   "\"first_audio_ms\": %.1f, \"prefill_ms\": %.1f, \"talker_ms_per_frame\": %.2f, "
-                   "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
-                   "\"generator_threads\": %d, \"decoder_threads\": %d}\n"
-                 : "ember tts: %d frames in %d chunks, %.1f ms of audio in %.1f ms; first audio "
-                   "after %.1f ms (prefill %.1f ms); per frame: talker %.2f ms, predictor %.2f ms, "
-                   "decoder %.2f ms; threads %d + %d\n",
-            st.frames, st.chunks, audio_ms, st.total_ms, st.first_audio_ms, st.prefill_ms,
-            st.frames ? st.talker_ms / st.frames : 0.0, st.frames ? st.predictor_ms / st.frames : 0.0,
-            st.frames ? st.decoder_ms / st.frames : 0.0, e.gen_threads, e.dec_threads);
+    if (eo.calibrate) tts_engine_calibration_save(&eo, arrivals, e.dm->cfg.sample_rate, "tts");
+    print_summary(&e, &eo, &st, arrivals, json);
     rc = 0;
     if (stats && dec_stats) ember_stats_merge(stats, dec_stats);
     if (cli_stats_close(stats, stats_path, "tts")) rc = 1;

@@ -5,18 +5,19 @@
 #include <string.h>
 
 #include "base/pool.h"
-#include "cli.h"
-#include "edge/calibrate.h"
 #include "edge/probe.h"
-#include "edge/profile.h"
 
 const char tts_engine_usage[] =
-    "  --dtype f32|bf16|q8_0          talker and predictor weights (default: as stored)\n"
+    "  --dtype f32|bf16|q8_0          talker and predictor weights (default: the profile's)\n"
     "  --decoder-dtype f32|bf16       speech decoder arithmetic (default f32)\n"
     "  --threads N                    generator threads (default: one per CPU)\n"
     "  --decoder-threads N            decoder threads while the generator runs (default: half\n"
     "                                 the CPUs); the generator takes the rest meanwhile\n"
-    "  --chunks 2,4,8,16,25           frames per decoded chunk; the last size repeats\n"
+    "  --chunks 2,4,8,16,25           frames per decoded chunk, the last size repeating (default:\n"
+    "                                 this machine's calibration, adaptive when it says so)\n"
+    "  --no-calibration               ignore the cached calibration: the default ramp\n"
+    "  --profile auto|off|explain     the derived profile picks the weight format and pins\n"
+    "                                 the threads (default auto; off: as stored, unpinned)\n"
     "  --alone-chunks N               the first N chunks (-1: all) decode on every core while\n"
     "                                 the generator waits; later ones beside it (default 1)\n"
     "  --kernels NAME                 scalar|generic|avx2|avx512|neon (default: the best)\n"
@@ -33,6 +34,7 @@ void tts_engine_opts_init(tts_engine_opts *o)
     o->pipeline = tts_pipeline_default_params();
     o->warm_up = 1;
     o->pin = 1;
+    o->calibrate = 1;
 }
 
 int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *o)
@@ -40,6 +42,8 @@ int tts_engine_option(int c, const char *arg, const char *cmd, tts_engine_opts *
     int bad = 0;
     char *end = NULL;
     switch (c) {
+    case CLI_OPT_PROFILE: return cli_profile_option(c, arg, cmd, &o->profile);
+    case TTS_OPT_NO_CALIBRATION: o->calibrate = 0; break;
     case TTS_OPT_DTYPE: bad = cli_parse_type(arg, &o->dtype); break;
     case TTS_OPT_DECODER_DTYPE:
         bad = cli_parse_type(arg, &o->decoder_dtype) ||
@@ -95,20 +99,13 @@ static int warm_up(tts_engine *e, const tts_engine_opts *o)
 
 /* The derived profile's placement: the generator on the decode CPUs, the
  * audio decoder on its own (on a machine with three or more big cores) or
- * on the same ones. Without a readable profile nothing is pinned. */
-static void place(tts_engine *e, tts_engine_opts *o)
+ * on the same ones. */
+static void place(tts_engine *e, tts_engine_opts *o, const edge_profile *prof)
 {
-    edge_hw hw;
-    edge_model_info info;
-    edge_profile prof;
-    edge_derive_opts d = {0, EMBER_TYPE_NONE, 0};
-    if (edge_model_info_load(o->dir, &info) || edge_hw_detect(NULL, getenv("EMBER_HW_PROFILE"), &hw) ||
-        edge_derive(&hw, &info, &d, &prof))
-        return;
-    for (int i = 0; i < edge_cpuset_count(&prof.decode_cpus) && e->n_gen_cpus < 256; i++)
-        e->gen_cpus[e->n_gen_cpus++] = edge_cpuset_nth(&prof.decode_cpus, i);
-    for (int i = 0; i < edge_cpuset_count(&prof.audio_cpus) && e->n_dec_cpus < 256; i++)
-        e->dec_cpus[e->n_dec_cpus++] = edge_cpuset_nth(&prof.audio_cpus, i);
+    for (int i = 0; i < edge_cpuset_count(&prof->decode_cpus) && e->n_gen_cpus < 256; i++)
+        e->gen_cpus[e->n_gen_cpus++] = edge_cpuset_nth(&prof->decode_cpus, i);
+    for (int i = 0; i < edge_cpuset_count(&prof->audio_cpus) && e->n_dec_cpus < 256; i++)
+        e->dec_cpus[e->n_dec_cpus++] = edge_cpuset_nth(&prof->audio_cpus, i);
     if (e->n_gen_cpus) {
         pool_pin_self(e->gen_cpus, e->n_gen_cpus);
         tts_session_pin(e->gen, e->gen_cpus, e->n_gen_cpus);
@@ -124,12 +121,17 @@ int tts_engine_open(tts_engine *e, tts_engine_opts *o, int32_t max_prompt,
                     int32_t max_frames, const char *cmd)
 {
     memset(e, 0, sizeof *e);
+    /* the weight format: --dtype, else the profile's (none: as stored) */
+    edge_profile prof;
+    ember_type dtype = o->dtype;
+    const int profiled = cli_apply_tts_profile(o->dir, o->profile, cmd, &dtype, &prof);
+    if (profiled < 0) return -1;
     /* Both pools can span the machine; the pipeline decides how many of
      * their threads run at each moment (tts_pipeline.h). */
     int cpus = pool_cpu_count();
     e->gen_threads = o->gen_threads ? o->gen_threads : cpus;
     e->dec_threads = o->pipeline.decoder_threads > cpus ? o->pipeline.decoder_threads : cpus;
-    tts_model_params mp = {o->dtype, o->kernels};
+    tts_model_params mp = {dtype, o->kernels};
     c2w_model_params dp = {o->decoder_dtype, o->kernels, 1};
     tts_session_params sp = tts_session_default_params();
     sp.n_threads = e->gen_threads;
@@ -142,7 +144,7 @@ int tts_engine_open(tts_engine *e, tts_engine_opts *o, int32_t max_prompt,
         tts_engine_close(e);
         return -1;
     }
-    if (o->pin) place(e, o);
+    if (o->pin && profiled) place(e, o, &prof);
     if (o->warm_up && warm_up(e, o)) {
         fprintf(stderr, "ember %s: warm-up: %s\n", cmd, ember_last_error());
         tts_engine_close(e);
@@ -168,13 +170,13 @@ void tts_arrivals_add(tts_arrivals *a, const tts_chunk_info *info, int32_t sampl
     a->n++;
 }
 
-/* The cache file for this machine and model; 0 when it can be named. */
-static int calibration_path(const tts_engine_opts *o, char *path, size_t cap)
+/* The cache file for this machine and the model in dir; 0 when it can be named. */
+static int calibration_path(const char *dir, char *path, size_t cap)
 {
     edge_hw hw;
     char fp[17];
-    const char *base = strrchr(o->dir, '/');
-    base = base && base[1] ? base + 1 : o->dir;
+    const char *base = strrchr(dir, '/');
+    base = base && base[1] ? base + 1 : dir;
     if (edge_hw_detect(NULL, getenv("EMBER_HW_PROFILE"), &hw) != EMBER_OK ||
         edge_fingerprint(&hw, base, fp) != EMBER_OK ||
         edge_calibration_cache_path(getenv("XDG_CACHE_HOME"), getenv("HOME"), fp, path, cap) !=
@@ -183,27 +185,48 @@ static int calibration_path(const tts_engine_opts *o, char *path, size_t cap)
     return 0;
 }
 
-int tts_engine_calibration_load(tts_engine_opts *o, const char *cmd, int verbose)
+int tts_calibration_find(const char *dir, const char *cmd, edge_calibration *out, char *path, size_t cap)
 {
-    char path[1024];
-    edge_calibration cal;
     bool found = false;
-    if (o->pipeline.schedule.n || calibration_path(o, path, sizeof path)) return 0;
-    if (edge_calibration_load(path, &cal, &found) != EMBER_OK) {
+    if (calibration_path(dir, path, cap)) return 0;
+    if (edge_calibration_load(path, out, &found) != EMBER_OK) {
         fprintf(stderr, "ember %s: calibration: %s (using the default ramp)\n", cmd, ember_last_error());
         return 0;
     }
-    if (!found || !cal.measured) return 0;
-    o->pipeline.schedule.n =
-        edge_calibration_schedule(&cal, o->pipeline.schedule.sizes, TTS_MAX_SCHEDULE);
-    if (verbose) {
-        fprintf(stderr, "ember %s: chunks", cmd);
-        for (int32_t i = 0; i < o->pipeline.schedule.n; i++)
-            fprintf(stderr, "%s%d", i ? "," : " ", o->pipeline.schedule.sizes[i]);
-        fprintf(stderr, " calibrated on this machine (%.1f frames/s measured; %s)\n", cal.rate_fps,
-                path);
-    }
+    return found && out->measured;
+}
+
+int tts_engine_calibration_load(tts_engine_opts *o, const char *cmd, int verbose)
+{
+    char path[1024];
+    edge_calibration *cal = &o->calibration;
+    /* --chunks: a fixed schedule, neither calibrated nor adaptive */
+    if (!o->calibrate || o->pipeline.schedule.n || !tts_calibration_find(o->dir, cmd, cal, path, sizeof path))
+        return 0;
+    o->pipeline.schedule.n = edge_calibration_schedule(cal, o->pipeline.schedule.sizes, TTS_MAX_SCHEDULE);
+    o->adaptive = cal->adaptive;
+    if (verbose) tts_calibration_describe(cal, path, cmd);
     return 1;
+}
+
+void tts_calibration_describe(const edge_calibration *cal, const char *path, const char *cmd)
+{
+    fprintf(stderr, "ember %s: chunks", cmd);
+    for (int32_t i = 0; i < cal->n_ramp; i++) fprintf(stderr, "%s%d", i ? "," : " ", cal->ramp[i]);
+    if (cal->adaptive) { /* the controller's starting state */
+        edge_chunk_ctl ctl;
+        edge_chunk_ctl_init(&ctl, cal);
+        fprintf(stderr, ", adaptive from %d frames (margin %.0f ms, %.1f ms per frame to start),", ctl.min_frames,
+                ctl.margin_ms, ctl.ewma_ms);
+    }
+    fprintf(stderr, " calibrated on this machine (%.1f frames/s measured; %s)\n", cal->rate_fps, path);
+}
+
+void tts_engine_start_request(tts_engine *e, tts_engine_opts *o)
+{
+    if (!o->adaptive) return;
+    edge_chunk_ctl_init(&e->ctl, &o->calibration);
+    o->pipeline.controller = (tts_chunk_controller){edge_chunk_ctl_callback, &e->ctl, EDGE_CAL_STEADY};
 }
 
 void tts_engine_calibration_save(const tts_engine_opts *o, const tts_arrivals *a,
@@ -211,7 +234,7 @@ void tts_engine_calibration_save(const tts_engine_opts *o, const tts_arrivals *a
 {
     char path[1024];
     edge_calibration cal;
-    if (calibration_path(o, path, sizeof path) ||
+    if (calibration_path(o->dir, path, sizeof path) ||
         edge_calibrate(a->chunks, a->n, sample_rate, &cal) != EMBER_OK || !cal.measured)
         return;
     if (edge_calibration_save(path, &cal) != EMBER_OK)

@@ -232,3 +232,8 @@ int32_t edge_chunk_ctl_next(edge_chunk_ctl *ctl, double now_ms, int32_t frames_e
     ctl->n_chunks++;
     return size;
 }
+
+int32_t edge_chunk_ctl_callback(void *ctl, double now_ms, int32_t frames_emitted)
+{
+    return edge_chunk_ctl_next(ctl, now_ms, frames_emitted);
+}

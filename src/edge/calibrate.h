@@ -112,6 +112,11 @@ typedef struct edge_chunk_ctl {
 
 void edge_chunk_ctl_init(edge_chunk_ctl *ctl, const edge_calibration *cal);
 int32_t edge_chunk_ctl_next(edge_chunk_ctl *ctl, double now_ms, int32_t frames_emitted);
+/* edge_chunk_ctl_next with the controller as a void pointer: the shape of
+ * the TTS pipeline's chunk-size callback (tts_pipeline.h), so
+ *   params.controller = (tts_chunk_controller){edge_chunk_ctl_callback, &ctl, EDGE_CAL_STEADY};
+ * runs a request on it (initialize ctl before each request). */
+int32_t edge_chunk_ctl_callback(void *ctl, double now_ms, int32_t frames_emitted);
 
 /* ---- the cache (calibrate_cache.c) ---- */
 

@@ -5,7 +5,8 @@
  *     adds no bandwidth, and a little core makes every row-split matmul wait
  *     for it), one NUMA node's worth on a multi-socket machine;
  *   - the weight format is chosen by memory and by the predicted decode
- *     rate (bandwidth / bytes read per step), quantized formats included;
+ *     rate (bandwidth / bytes read per step), quantized formats included
+ *     (for speech down to q8_0 only: see derive_dtype);
  *   - the KV cache is budgeted by layer type, as src/llm/kv.c allocates it:
  *     sliding layers hold min(window-1, context) slots, full layers context;
  *   - activations are ember's per-sequence scratch, not 15% of the weights. */
@@ -283,15 +284,26 @@ static bool fits(const dtype_ctx *c, ember_type t)
 /* Most precise first: the stored format (converting up never adds
  * precision), then bf16 for an f32 checkpoint, then q8_0, q4_0. The first
  * that fits and reaches the target rate wins; when none reaches it, the
- * fastest that fits; when none fits, q4_0 (and the KV line says so). */
+ * fastest that fits; when none fits, the smallest (and the KV line says so).
+ *
+ * Speech stops at q8_0. A codec token is sampled from the talker's and the
+ * predictor's logits, sixteen per 80 ms frame, and one changed token is an
+ * audible glitch; on the 0.6B geometry (reference/make_tts_checkpoint.py,
+ * against reference/tts_golden.py's float64 run) q8_0's logits are within
+ * 37.9 dB SNR, q4_0's only 15.5 dB, and q4_0's greedy frames leave the
+ * reference's after the first. q4_0 is not much faster either: the codec
+ * decoder's share of a frame does not shrink with the talker's weights
+ * (`ember bench tts` on the 0.6B, 50 frames, on a busy 2-core x86: RTF 1.61
+ * in q4_0, 1.80-1.98 in q8_0, 3.21 in bf16). */
 static void derive_dtype(const dtype_ctx *c, edge_profile *out)
 {
+    const bool speech = c->m->kind == EDGE_MODEL_TTS;
     ember_type cand[4];
     int n = 0;
     cand[n++] = c->m->stored_type;
     if (c->m->stored_type == EMBER_TYPE_F32) cand[n++] = EMBER_TYPE_BF16;
     cand[n++] = EMBER_TYPE_Q8_0;
-    cand[n++] = EMBER_TYPE_Q4_0;
+    if (!speech) cand[n++] = EMBER_TYPE_Q4_0;
     int pick = -1;
     for (int i = 0; i < n && pick < 0; i++)
         if (fits(c, cand[i]) && rate_in(c, cand[i]) >= c->target) pick = i;
@@ -307,17 +319,18 @@ static void derive_dtype(const dtype_ctx *c, edge_profile *out)
     out->convert = t != c->m->stored_type;
     out->weight_bytes = weights_in(c->m, t);
     out->step_rate = rate_in(c, t);
-    const char *unit = c->m->kind == EDGE_MODEL_TTS ? "frames/s" : "tok/s";
+    const char *unit = speech ? "frames/s" : "tok/s";
     char before[160] = "";
     if (pick > 0)
         snprintf(before, sizeof before, "; %s would be %s at %.1f %s%s", edge_type_name(cand[pick - 1]),
                  sz((double)weights_in(c->m, cand[pick - 1])).s, rate_in(c, cand[pick - 1]), unit,
                  fits(c, cand[pick - 1]) ? "" : " and not fit");
     snprintf(out->why[EDGE_WHY_DTYPE], sizeof out->why[0],
-             "weights %s%s, %s: %.1f %s predicted (%.1f GB/s %s / %s read per step), %s the %.1f %s target%s",
+             "weights %s%s, %s: %.1f %s predicted (%.1f GB/s %s / %s read per step), %s the %.1f %s target%s%s",
              edge_type_name(t), out->convert ? " (converted at load)" : " (as stored)", sz((double)out->weight_bytes).s,
              out->step_rate, unit, gb(c->bw), out->bw_given ? "measured" : "nominal",
-             sz((double)c->m->read_weights_per_step * bytes_per_weight(t)).s, reason, c->target, unit, before);
+             sz((double)c->m->read_weights_per_step * bytes_per_weight(t)).s, reason, c->target, unit, before,
+             speech && t == EMBER_TYPE_Q8_0 ? "; speech stops at q8_0 (q4_0 moves the codec logits to 15 dB SNR, q8_0's 38)" : "");
 }
 
 /* ---- the rest ---- */

@@ -40,6 +40,8 @@ struct sv_speech {
     tts_session *gen;
     c2w_stream *dec;
     et_tokenizer *tok;
+    bool calibrated;
+    edge_calibration calibration;
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
@@ -121,7 +123,15 @@ static void run(sv_speech *s, speech_job *q)
     rq.language = q->language[0] ? q->language : NULL;
     rq.seed = q->seed;
     rq.max_frames = q->max_frames;
+    /* the calibrated schedule; adaptive: a controller that starts from it */
     tts_pipeline_params pp = tts_pipeline_default_params();
+    edge_chunk_ctl ctl;
+    if (s->calibrated) {
+        pp.schedule.n = edge_calibration_schedule(&s->calibration, pp.schedule.sizes, TTS_MAX_SCHEDULE);
+        edge_chunk_ctl_init(&ctl, &s->calibration);
+        if (s->calibration.adaptive)
+            pp.controller = (tts_chunk_controller){edge_chunk_ctl_callback, &ctl, EDGE_CAL_STEADY};
+    }
     ember_status st = tts_synthesize(s->gen, s->dec, &rq, &pp, on_pcm, &c, NULL);
     sv_error e;
     if (st && !c.failed && st != EMBER_ERR_CANCELLED) {
@@ -182,6 +192,9 @@ ember_status sv_speech_create(const sv_speech_params *p, sv_metrics *metrics, sv
     sv_speech *s = calloc(1, sizeof *s);
     if (!s) return ember_fail(EMBER_ERR_NO_MEMORY, "speech: out of memory");
     s->p = *p;
+    s->calibrated = p->calibration != NULL;
+    if (p->calibration) s->calibration = *p->calibration;
+    s->p.calibration = NULL; /* the copy above is the engine's */
     if (!s->p.max_queue) s->p.max_queue = 8;
     if (!s->p.timeout_s) s->p.timeout_s = 600;
     if (!s->p.max_input_bytes) s->p.max_input_bytes = 4096;

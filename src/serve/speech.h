@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "edge/calibrate.h"
 #include "ember.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
@@ -24,6 +25,9 @@ typedef struct sv_speech_params {
     double timeout_s;        /* per request; 0: 600 */
     size_t max_input_bytes;  /* of "input"; 0: 4096 */
     int32_t max_frames;      /* audio frames per request (80 ms each); 0: 4096 (5.5 min) */
+    /* this machine's calibration (copied): its chunk schedule, or an adaptive
+     * controller per request when it says so; NULL: the default ramp */
+    const edge_calibration *calibration;
 } sv_speech_params;
 
 typedef struct sv_speech sv_speech;

@@ -56,13 +56,15 @@ typedef struct handoff {
     c2w_stream *dec;
     tts_session *gen;
     const tts_schedule *schedule;
+    tts_chunk_controller ctl;    /* ctl.next set: it decides the sizes, not the schedule */
+    int32_t first_size;          /* chunk 0's, decided before the threads start */
     int32_t gen_all, gen_busy;   /* generator threads: decoder idle / decoding */
     int32_t dec_all, dec_busy;   /* decoder threads: alone / beside the generator */
     int32_t alone_chunks;        /* chunks decoded alone (-1: all) */
     const int32_t *cpus;         /* the decoder thread's CPUs (n_cpus 0: anywhere) */
     int32_t n_cpus;
     int hold_gen;                /* the generator waits while set */
-    int32_t hold_chunk, hold_at; /* the next alone chunk and the frame count that ends it */
+    int32_t hold_at;             /* the frame count that ends the next alone chunk (0: none) */
     tts_pcm_fn cb;
     void *user;
     float *pcm;      /* the largest chunk's samples */
@@ -74,15 +76,27 @@ typedef struct handoff {
     char dec_error[512];
 } handoff;
 
+/* Frames in chunk i: the controller's answer (clamped) given the audio out
+ * so far, or the schedule's. */
+static int32_t chunk_size(const handoff *h, int32_t i, double now_ms, int32_t emitted)
+{
+    if (!h->ctl.next) return tts_schedule_size(h->schedule, i);
+    const int32_t n = h->ctl.next(h->ctl.user, now_ms, emitted);
+    return n < 1 ? 1 : n > h->ctl.max_frames ? h->ctl.max_frames : n;
+}
+
+static int is_alone(const handoff *h, int32_t i) { return h->alone_chunks < 0 || i < h->alone_chunks; }
+
 /* The decoder thread: waits for each chunk's frames (or the end), decodes
- * them and hands the PCM to the callback. */
+ * them and hands the PCM to the callback. Each chunk's size is decided when
+ * the previous one's audio is ready, so a controller sees every arrival. */
 static void *decoder_main(void *arg)
 {
     handoff *h = arg;
     const int32_t spf = c2w_stream_model(h->dec)->cfg.samples_per_frame;
     if (h->n_cpus) pool_pin_self(h->cpus, h->n_cpus); /* a placement hint: failing is harmless */
+    int32_t want = h->first_size;
     for (int32_t i = 0;; i++) {
-        const int32_t want = tts_schedule_size(h->schedule, i);
         pthread_mutex_lock(&h->mu);
         while (!h->cancelled && !h->gen_done && h->produced - h->consumed < want)
             pthread_cond_wait(&h->cv, &h->mu);
@@ -93,7 +107,7 @@ static void *decoder_main(void *arg)
         /* at the end, what is left goes out in chunks as large as the buffer */
         int32_t n = done ? (avail < h->flush_cap ? avail : h->flush_cap) : want;
         /* the generator stopped itself at the end of an alone chunk */
-        const int alone = (h->alone_chunks < 0 || i < h->alone_chunks) && !done;
+        const int alone = is_alone(h, i) && !done;
         c2w_stream_use_threads(h->dec, alone || done ? h->dec_all : h->dec_busy);
         tts_session_use_threads(h->gen, h->gen_busy);
         double t = tts_now_ms();
@@ -102,8 +116,12 @@ static void *decoder_main(void *arg)
         double now = tts_now_ms();
         ember_stats_record(h->dec_stats, EMBER_STAT_CODEC_DECODE, now - t);
         tts_session_use_threads(h->gen, h->gen_all);
+        /* the next chunk's size, as this one's audio is ready: an alone
+         * chunk's generator resumes only once it knows where to stop again */
+        const int32_t next = st ? want : chunk_size(h, i + 1, now - h->t0, first + n);
         if (alone) {
             pthread_mutex_lock(&h->mu);
+            if (is_alone(h, i + 1)) h->hold_at = first + n + next;
             h->hold_gen = 0;
             pthread_cond_broadcast(&h->cv);
             pthread_mutex_unlock(&h->mu);
@@ -126,6 +144,7 @@ static void *decoder_main(void *arg)
         if (cancel) h->cancelled = 1;
         pthread_mutex_unlock(&h->mu);
         if (cancel) break;
+        want = next;
     }
     return NULL;
 }
@@ -151,11 +170,11 @@ static ember_status generate(tts_session *gen, const tts_request *rq, handoff *h
             h->t_frame[h->produced] = tts_now_ms();
             h->produced++;
             /* an alone chunk is complete: wait while it decodes on every core
-             * (set here, before the next frame starts, so the two never overlap) */
-            if ((h->alone_chunks < 0 || h->hold_chunk < h->alone_chunks) &&
-                h->produced == h->hold_at) {
+             * (set here, before the next frame starts, so the two never overlap;
+             * the decoder names the next alone chunk's end when it is done) */
+            if (h->hold_at && h->produced == h->hold_at) {
                 h->hold_gen = 1;
-                h->hold_at += tts_schedule_size(h->schedule, ++h->hold_chunk);
+                h->hold_at = 0;
             }
             pthread_cond_broadcast(&h->cv);
         }
@@ -191,8 +210,15 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
                           m->cfg.n_groups, dm->cfg.n_quantizers);
     const int32_t max_frames = rq->max_frames ? rq->max_frames : m->gen.max_new_tokens;
     int32_t largest = 0;
-    for (int32_t i = 0; i <= TTS_MAX_SCHEDULE; i++)
-        if (tts_schedule_size(schedule, i) > largest) largest = tts_schedule_size(schedule, i);
+    tts_chunk_controller ctl = p->controller;
+    if (ctl.next) {
+        /* unbounded: the default ramp's steady size */
+        if (ctl.max_frames <= 0) ctl.max_frames = tts_schedule_size(NULL, TTS_MAX_SCHEDULE);
+        largest = ctl.max_frames;
+    } else {
+        for (int32_t i = 0; i <= TTS_MAX_SCHEDULE; i++)
+            if (tts_schedule_size(schedule, i) > largest) largest = tts_schedule_size(schedule, i);
+    }
     /* the final flush can be up to two chunks' worth */
     const size_t chunk_cap = 2 * (size_t)largest;
     handoff h;
@@ -211,6 +237,7 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
     h.dec = dec;
     h.gen = gen;
     h.schedule = schedule;
+    h.ctl = ctl;
     const int32_t cpus = pool_cpu_count();
     h.gen_all = tts_session_threads(gen);
     h.dec_all = c2w_stream_threads(dec);
@@ -223,7 +250,8 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
     h.n_cpus = p->n_decoder_cpus;
     h.gen_stats = p->gen_stats;
     h.dec_stats = p->dec_stats;
-    h.hold_at = tts_schedule_size(schedule, 0);
+    h.first_size = chunk_size(&h, 0, 0.0, 0);
+    h.hold_at = is_alone(&h, 0) ? h.first_size : 0;
     h.cb = cb;
     h.user = user;
     h.t0 = tts_now_ms();

@@ -5,9 +5,10 @@
  * Frames are handed to the decoder in chunks that follow a schedule (by
  * default the ramp 2, 4, 8, 16, 25, the last size repeating): a small first
  * chunk gets audio out early, and each later chunk is larger so the audio
- * already delivered covers the time to produce the next one. Because the
- * decoder streams exactly (code2wav.h), the chunking never changes the
- * samples, only when they arrive.
+ * already delivered covers the time to produce the next one. A controller
+ * (tts_chunk_controller) can decide each size instead, from the arrivals so
+ * far. Because the decoder streams exactly (code2wav.h), the chunking never
+ * changes the samples, only when they arrive.
  *
  * The two sides share the CPU: the generator reads ~1.7 GB of weights per
  * frame (memory-bound), the decoder does ~5 GFLOP per frame (compute-bound).
@@ -53,8 +54,25 @@ ember_status tts_schedule_parse(const char *text, tts_schedule *out);
 /* Frames in chunk i of the schedule. */
 int32_t tts_schedule_size(const tts_schedule *s, int32_t i);
 
+/* A chunk size decided while the request runs (an adaptive controller:
+ * edge_chunk_ctl through edge_chunk_ctl_callback). It is asked for chunk 0
+ * before the first frame (now_ms 0, frames_emitted 0), and for chunk i+1
+ * the moment chunk i's audio is ready (now_ms: that chunk's ready_ms,
+ * frames_emitted: the frames whose audio is out, chunk i's included), from
+ * one thread at a time. The answer is clamped to [1, max_frames]. */
+typedef int32_t (*tts_chunk_size_fn)(void *user, double now_ms, int32_t frames_emitted);
+
+typedef struct tts_chunk_controller {
+    tts_chunk_size_fn next; /* NULL: the schedule decides */
+    void *user;
+    int32_t max_frames;     /* the largest chunk it may ask for; 0: 25 (the default ramp's steady size) */
+} tts_chunk_controller;
+
 typedef struct tts_pipeline_params {
     tts_schedule schedule;
+    /* when controller.next is set it decides every chunk and the schedule
+     * is not used; the audio is the same either way, only its timing moves */
+    tts_chunk_controller controller;
     int32_t decoder_threads;  /* decoder threads while the generator runs; 0: half the CPUs */
     /* the first alone_chunks chunks (-1: all) decode on every decoder
      * thread while the generator pauses; the rest decode beside it */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# --profile on the text commands: the derived edge profile picks the weight
-# format and threads the command line leaves open, explicit flags win, and
-# the tiny model's output does not change (it stays as stored).
+# --profile on the text and speech commands: the derived edge profile picks
+# the weight format (and, for text, the threads) the command line leaves
+# open, explicit flags win, and the tiny model's output does not change (it
+# stays as stored); speech never goes below q8_0.
 source "$(dirname "$0")/lib.sh"
 MODEL=models/tiny
 SPARK_17B_CONFIG=tests/data/hw/models/spark-1.7b   # config.json only, no weights
@@ -32,6 +33,39 @@ err=$(EMBER_HW_PROFILE=fuzz/corpus/hw_profile/raspberry-pi-5.json \
 if grep -q "dtype given, it wins" <<<"$err" && grep -q "threads given, it wins" <<<"$err"; then
   pass profile_explicit_flags_win
 else fail profile_explicit_flags_win "$err"; fi
+
+# Speech: the 0.6B Qwen3-TTS geometry on the Pi 5 reads 1.6 GiB per frame in
+# q8_0 (6.8 frames/s from 12 GB/s, short of 25): the fastest that fits,
+# and not q4_0 (13 frames/s), which the 1.7B text model above gets.
+err=$(EMBER_HW_PROFILE=fuzz/corpus/hw_profile/raspberry-pi-5.json \
+      $EMBER probe --derive tests/data/hw/models/qwen3-tts-0.6b 2>&1)
+if grep -q "weights q8_0 (converted at load)" <<<"$err" && grep -q "speech stops at q8_0" <<<"$err"; then
+  pass profile_tts_pi5_q8_0_not_q4_0
+else fail profile_tts_pi5_q8_0_not_q4_0 "$err"; fi
+
+# The tiny TTS model on a machine that reads 40 MB/s: bf16 reads 2.2 MB per
+# frame (17.9 frames/s, short of 25), q8_0 1.2 MB (33.7): the profile picks
+# q8_0, `tts` runs in it (the summary says so, and the audio is --dtype
+# q8_0's, not the stored bf16's), --dtype wins, --profile off keeps bf16.
+export XDG_CACHE_HOME="$TMP/cache"
+SLOW='{"class": "x86_cpu", "n_logical": 2, "ram_total_bytes": 8589934592, "mem_bw_bytes_per_s": 40000000}'
+TTS=(-m models/tts-tiny --text "Hello." --speaker ryan --language english --seed 3 --max-frames 12 --no-calibration)
+auto=$(EMBER_HW_PROFILE=$SLOW $EMBER tts "${TTS[@]}" --profile explain -o "$TMP/auto.wav" 2>&1)
+off=$(EMBER_HW_PROFILE=$SLOW $EMBER tts "${TTS[@]}" --profile off -o "$TMP/off.wav" 2>&1)
+q8=$(EMBER_HW_PROFILE=$SLOW $EMBER tts "${TTS[@]}" --profile off --dtype q8_0 -o "$TMP/q8.wav" 2>&1)
+if grep -q "profile: weights q8_0 (converted at load)" <<<"$auto" && grep -q "weights q8_0$" <<<"$auto" &&
+   grep -q "weights as stored$" <<<"$off" && cmp -s "$TMP/auto.wav" "$TMP/q8.wav" &&
+   ! cmp -s "$TMP/auto.wav" "$TMP/off.wav"; then pass profile_tts_runs_the_derived_format
+else fail profile_tts_runs_the_derived_format "$auto" "$off"; fi
+err=$(EMBER_HW_PROFILE=$SLOW $EMBER tts "${TTS[@]}" --profile explain --dtype bf16 -o "$TMP/bf16.wav" 2>&1)
+if grep -q "dtype given, it wins" <<<"$err" && grep -q "weights bf16$" <<<"$err" &&
+   cmp -s "$TMP/bf16.wav" "$TMP/off.wav"; then pass profile_tts_dtype_wins
+else fail profile_tts_dtype_wins "$err"; fi
+out=$(EMBER_HW_PROFILE=$SLOW $EMBER bench tts -m models/tts-tiny --frames 8 --reps 1 --json --no-calibration 2>/dev/null)
+grep -q '"dtype": "q8_0"' <<<"$out" && pass profile_bench_tts_derived_format ||
+  fail profile_bench_tts_derived_format "$out"
+expect_error profile_tts_bad_value "--profile takes auto, off or explain" \
+  $EMBER tts "${TTS[@]}" --profile sometimes -o "$TMP/x.wav"
 
 # Step statistics of a text run: every generated token's phases, the decode
 # step's layers by type (the tiny model has both).

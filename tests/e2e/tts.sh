@@ -7,6 +7,8 @@
 #     samples within one s16 step: how chunks fall decides which rows the
 #     Winograd convs or the direct ones compute, a ~1e-6 difference);
 #   - --stream writes the same samples as raw s16le on stdout;
+#   - a cached calibration that says adaptive runs the chunk controller,
+#     whose sizes the run follows, with the same audio; --chunks turns it off;
 #   - a reader that goes away cancels the request cleanly; bad options fail
 #     with a message and leave no file.
 source "$(dirname "$0")/lib.sh"
@@ -95,6 +97,47 @@ if [ -n "$cache" ] && grep -q "calibrated on this machine" <<<"$err" &&
    ! grep -q "calibrated" <<<"$err_off" && same_audio "$TMP/k2.wav" "$TMP/k3.wav"; then
   pass tts_calibration_cached_and_used
 else fail tts_calibration_cached_and_used "cache: $cache" "$err"; fi
+
+# The adaptive controller: a cached calibration that says adaptive (written
+# here: first chunk 2, margin 50 ms, 10 ms per frame to start) runs each
+# chunk on it. Its decision after the first chunk is the calibration's
+# alone: the first arrival starts the clock with 160 ms of audio out, so
+# (160 - 50) / 10 = 11 frames, where the static schedule would take 2 again.
+# With every chunk decoded alone the generator stops at each chunk's end and
+# the sizes are the controller's exactly; beside the generator (the default)
+# they move with timing, the audio never does. --chunks turns it off.
+adaptive_calibration() { # writes the adaptive calibration over the cached one
+  $PY -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(adaptive=True, ramp=[2], min_frames=2, margin_ms=50, slope_ms_per_frame=10, ms_per_frame=10)
+json.dump(c, open(sys.argv[1], "w"))' "$1"
+}
+# chunking JSON-LINE WANT PREFIX...: the summary says WANT, its chunk sizes
+# start with PREFIX and add up to the request's 37 frames
+chunking() {
+  $PY -c '
+import json, sys
+r = json.loads(sys.argv[1]); want = sys.argv[2]; prefix = [int(x) for x in sys.argv[3:]]
+f = r["chunk_frames"]
+sys.exit(0 if r["chunking"] == want and f[:len(prefix)] == prefix and sum(f) == 37 else 1)' "$@"
+}
+cache=$(find "$XDG_CACHE_HOME/ember" -name '*.json' 2>/dev/null | head -1)
+if [ -n "$cache" ] && adaptive_calibration "$cache" &&
+   err=$($EMBER tts "${REQ[@]}" --alone-chunks -1 --json -o "$TMP/ad1.wav" 2>&1) &&
+   grep -q "adaptive from 2 frames" <<<"$err" && chunking "$(tail -1 <<<"$err")" adaptive 2 11 &&
+   same_audio "$TMP/a.wav" "$TMP/ad1.wav"; then pass tts_adaptive_controller_decides_chunks
+else fail tts_adaptive_controller_decides_chunks "$err"; fi
+if [ -n "$cache" ] && adaptive_calibration "$cache" &&
+   err=$($EMBER tts "${REQ[@]}" --json -o "$TMP/ad2.wav" 2>&1) && chunking "$(tail -1 <<<"$err")" adaptive 2 &&
+   same_audio "$TMP/a.wav" "$TMP/ad2.wav"; then pass tts_adaptive_controller_same_audio
+else fail tts_adaptive_controller_same_audio "$err"; fi
+if [ -n "$cache" ] && adaptive_calibration "$cache" &&
+   err=$($EMBER tts "${REQ[@]}" --alone-chunks -1 --chunks 3 --json -o "$TMP/ad3.wav" 2>&1) &&
+   chunking "$(tail -1 <<<"$err")" schedule 3 3 3 && adaptive_calibration "$cache" &&
+   bench=$($EMBER bench tts -m $MODEL --frames 10 --reps 1 --json 2>/dev/null) &&
+   grep -q '"chunking": "adaptive"' <<<"$bench"; then pass tts_chunks_turn_the_controller_off
+else fail tts_chunks_turn_the_controller_off "$err" "$bench"; fi
 
 # The latency report: metrics JSON and an SVG picture that parses as XML.
 if $EMBER bench tts -m $MODEL --frames 30 --reps 1 --report "$TMP/report" >/dev/null 2>&1 &&

@@ -150,11 +150,6 @@ static int32_t fixed_next(void *state, double now_ms, int32_t emitted)
     return s;
 }
 
-static int32_t ctl_next(void *state, double now_ms, int32_t emitted)
-{
-    return edge_chunk_ctl_next(state, now_ms, emitted);
-}
-
 static edge_latency run_fixed(const machine *m, const int32_t *sizes, int32_t n, edge_chunk_time *c, int32_t *n_c)
 {
     fixed_state f = {sizes, n, 0};
@@ -179,7 +174,7 @@ static void run_calibrated(const machine *m, const edge_calibration *cal, double
     CHECK(samples == (int64_t)m->frames * FRAME_SAMPLES);
     edge_chunk_ctl ctl;
     edge_chunk_ctl_init(&ctl, cal);
-    n = simulate(m, ctl_next, &ctl, c, 512);
+    n = simulate(m, edge_chunk_ctl_callback, &ctl, c, 512);
     *stall_ctl = edge_latency_compute(c, n, SR, &lat) == EMBER_OK ? lat.stall_at_ttfa_ms : -1.0;
 }
 

@@ -244,6 +244,30 @@ static void memory_picks_the_format(void)
     CHECK(strstr(p.why[EDGE_WHY_DTYPE], "nothing fits") != NULL);
 }
 
+/* Speech never goes below q8_0. On the Pi 5 (3 decode threads: 12 GB/s)
+ * the 0.6B talker + predictor reads R weights per frame: q8_0 gives 12e9 /
+ * (R x 34/32) frames/s, short of 25, and q4_0's 12e9 / (R x 18/32) would be
+ * faster, yet q8_0 is chosen, where the Spark 1.7B gets q4_0
+ * (derive_raspberry_pi_5). With 1 GiB nothing fits: still q8_0. At a
+ * measured 200 GB/s the stored bf16 reaches 200e9 / 2R > 25. */
+static void speech_stops_at_q8_0(void)
+{
+    edge_model_info m;
+    edge_profile p;
+    REQUIRE(tts_06b(&m) == 0 && derive_on("raspberry-pi-5", &m, &p) == 0);
+    const double r = (double)m.read_weights_per_step, q8 = 12e9 / (r * 34.0 / 32.0);
+    CHECK(q8 < 25.0 && 12e9 / (r * 18.0 / 32.0) > q8);
+    CHECK(p.weight_type == EMBER_TYPE_Q8_0 && p.convert);
+    CHECK_MSG(p.step_rate > q8 * (1 - 1e-9) && p.step_rate < q8 * (1 + 1e-9), "rate %g, want %g", p.step_rate, q8);
+    CHECK(strstr(p.why[EDGE_WHY_DTYPE], "speech stops at q8_0") != NULL);
+    REQUIRE(derive_with("{\"class\": \"arm64_cpu\", \"n_logical\": 4, \"ram_total_bytes\": 1073741824}", &m, &p) == 0);
+    CHECK(p.weight_type == EMBER_TYPE_Q8_0 && strstr(p.why[EDGE_WHY_DTYPE], "nothing fits") != NULL);
+    REQUIRE(derive_with("{\"n_logical\": 8, \"ram_total_bytes\": 17179869184, \"mem_bw_bytes_per_s\": 200000000000}",
+                        &m, &p) == 0);
+    CHECK(200e9 / (2 * r) > 25.0);
+    CHECK(p.weight_type == EMBER_TYPE_BF16 && !p.convert && strstr(p.why[EDGE_WHY_DTYPE], "speech stops") == NULL);
+}
+
 /* An SMT machine of 2 cores: threads = physical cores; audio shares them. */
 static void smt_and_sharing(void)
 {
@@ -382,6 +406,7 @@ int main(void)
     RUN(derive_jetson_orin);
     RUN(derive_raspberry_pi_5);
     RUN(memory_picks_the_format);
+    RUN(speech_stops_at_q8_0);
     RUN(smt_and_sharing);
     RUN(allowed_cpus_limit_the_threads);
     RUN(kv_formats_and_context);
