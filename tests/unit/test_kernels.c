@@ -575,7 +575,7 @@ static void dot_and_axpy_match_scalar(void)
 static void attention_kernels_match_definition(void)
 {
     static const char *const sets[] = {"scalar", "avx2", "avx512", "neon"};
-    static const int dims[] = {16, 32, 40, 256};
+    static const int dims[] = {16, 32, 40, 128, 192, 256};
     enum { NH = 5, NK = 9, D = 256, SS = 12 };
     float q[NH * D], kv[NK][D], s[NH * SS], o[NH * D], o0[NH * D];
     const float *rows[NK];
