@@ -1,5 +1,7 @@
 // `ember serve` throughput and latency (a benchmark, not a test; prints JSON):
-// aggregate decode tokens/s with 1, 4 and 8 concurrent streaming chat requests,
+// aggregate tokens/s with 1, 4 and 8 concurrent streaming chat requests (over
+// the wall clock; each stream's decode rate summed; and the steady state
+// while all of them decode),
 // time to first token p50/p99 over every request, and the second turn of a
 // ~2k-token agent conversation with and without prefix reuse (run it against
 // two servers, --prefix-cache 256 and 0).
@@ -18,6 +20,7 @@ async function stream(url, messages, maxTokens) {
   });
   if (!res.ok) throw new Error('status ' + res.status);
   let ttft = null, tokens = 0, buf = '';
+  const arrivals = []; // when each content delta came, ms since the start of the run
   const dec = new TextDecoder();
   for await (const part of res.body) {
     buf += dec.decode(part, { stream: true });
@@ -27,10 +30,13 @@ async function stream(url, messages, maxTokens) {
       if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
       const c = JSON.parse(ev.slice(6));
       if (c.usage) tokens = c.usage.completion_tokens;
-      else if (ttft === null && c.choices && c.choices.length) ttft = now() - t0;
+      else if (c.choices && c.choices.length) {
+        if (ttft === null) ttft = now() - t0;
+        arrivals.push(now());
+      }
     }
   }
-  return { ttft, tokens, ms: now() - t0 };
+  return { ttft, tokens, ms: now() - t0, arrivals };
 }
 
 const pct = (v, q) => { const s = [...v].sort((a, b) => a - b); return s[Math.max(1, Math.ceil(q * s.length)) - 1]; };
@@ -43,9 +49,22 @@ for (const n of [1, 4, 8]) {
   const rs = await Promise.all([...Array(n)].map((_, i) => stream(base, user(i), 64)));
   const wall = (now() - t0) / 1000, tokens = rs.reduce((a, r) => a + r.tokens, 0);
   rs.forEach((r) => ttfts.push(r.ttft));
-  out.streams.push({ concurrent: n, tokens, wall_s: +wall.toFixed(3), aggregate_tok_s: +(tokens / wall).toFixed(2) });
+  // decode alone: each stream's tokens after its first over the time after
+  // its first, summed (the wall-clock rate above also holds the prefills)
+  const decode = rs.reduce((a, r) => a + (r.tokens - 1) / ((r.ms - r.ttft) / 1000), 0);
+  // steady state: while every stream is decoding (from the last stream's
+  // first token to the first stream's last), deltas of all of them per second
+  const from = Math.max(...rs.map((r) => r.arrivals[0])), to = Math.min(...rs.map((r) => r.arrivals.at(-1)));
+  const inside = rs.reduce((a, r) => a + r.arrivals.filter((t) => t > from && t <= to).length, 0);
+  out.streams.push({ concurrent: n, tokens, wall_s: +wall.toFixed(3), aggregate_tok_s: +(tokens / wall).toFixed(2),
+                     aggregate_decode_tok_s: +decode.toFixed(2),
+                     steady_decode_tok_s: to > from ? +(inside / ((to - from) / 1000)).toFixed(2) : null });
 }
 out.batch_speedup_8 = +(out.streams[2].aggregate_tok_s / out.streams[0].aggregate_tok_s).toFixed(2);
+out.decode_batch_speedup_8 =
+  +(out.streams[2].aggregate_decode_tok_s / out.streams[0].aggregate_decode_tok_s).toFixed(2);
+out.steady_batch_speedup_8 =
+  +(out.streams[2].steady_decode_tok_s / out.streams[0].steady_decode_tok_s).toFixed(2);
 out.ttft_ms = { p50: +pct(ttfts, 0.5).toFixed(1), p99: +pct(ttfts, 0.99).toFixed(1) };
 
 // A ~2k-token agent prompt (a long system message of tool descriptions), one
