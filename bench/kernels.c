@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/large_alloc.h"
 #include "base/pool.h"
 #include "kernels/formats.h"
 #include "kernels/matmul.h"
@@ -155,7 +156,7 @@ int main(int argc, char **argv)
 
     /* bandwidth over 1 GiB (256 MiB with --quick) */
     int64_t bw_n = ((int64_t)1 << (quick ? 25 : 27));
-    uint64_t *bw_buf = malloc((size_t)bw_n * 8);
+    uint64_t *bw_buf = ember_large_alloc((size_t)bw_n * 8); /* huge pages, as the weights */
     if (!bw_buf) return 1;
     for (int64_t i = 0; i < bw_n; i++) bw_buf[i] = (uint64_t)i;
     double bw[2] = {read_bandwidth(NULL, bw_buf, bw_n), read_bandwidth(pool2, bw_buf, bw_n)};
