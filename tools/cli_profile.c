@@ -50,10 +50,10 @@ static int derive(const char *dir, cli_profile mode, const char *cmd, const edge
 /* --profile explain: the reasons of what the command uses, and which
  * explicit flags overrode them. */
 static void explain(const edge_profile *prof, const edge_why *shown, size_t n_shown, const edge_explicit *x,
-                    const char *cmd)
+                    const char *cmd, const char *dtype_flag)
 {
     for (size_t i = 0; i < n_shown; i++) fprintf(stderr, "ember %s: profile: %s\n", cmd, prof->why[shown[i]]);
-    if (x->weight_type) fprintf(stderr, "ember %s: profile: --dtype given, it wins\n", cmd);
+    if (x->weight_type) fprintf(stderr, "ember %s: profile: %s given, it wins\n", cmd, dtype_flag);
     if (x->n_threads) fprintf(stderr, "ember %s: profile: --threads given, it wins\n", cmd);
 }
 
@@ -67,7 +67,7 @@ int cli_apply_profile(const char *dir, cli_profile mode, const char *cmd, ember_
     const edge_explicit x = {mp->weight_type, sp->n_threads, sp->max_context, sp->kv_type};
     /* what a text command uses: the format, the threads, the cache */
     static const edge_why shown[] = {EDGE_WHY_DTYPE, EDGE_WHY_THREADS, EDGE_WHY_KV, EDGE_WHY_SEQS};
-    if (mode == CLI_PROFILE_EXPLAIN) explain(&prof, shown, sizeof shown / sizeof *shown, &x, cmd);
+    if (mode == CLI_PROFILE_EXPLAIN) explain(&prof, shown, sizeof shown / sizeof *shown, &x, cmd, "--dtype");
     edge_profile_apply(&prof, &x, mp, sp);
     return 0;
 }
@@ -85,7 +85,9 @@ int cli_apply_tts_profile(const char *dir, cli_profile mode, const char *cmd, em
     /* what speech uses: the format, and where placed, the generator's CPUs
      * and the audio decoder's */
     static const edge_why shown[] = {EDGE_WHY_DTYPE, EDGE_WHY_THREADS, EDGE_WHY_AUDIO};
-    if (mode == CLI_PROFILE_EXPLAIN) explain(out, shown, placed ? 3 : 1, &x, cmd);
+    /* the server names the speech model's format --tts-dtype ("serve --tts") */
+    if (mode == CLI_PROFILE_EXPLAIN)
+        explain(out, shown, placed ? 3 : 1, &x, cmd, strstr(cmd, "--tts") ? "--tts-dtype" : "--dtype");
     ember_model_params mp = {.weight_type = *weight_type};
     edge_profile_apply(out, &x, &mp, NULL);
     *weight_type = mp.weight_type;
