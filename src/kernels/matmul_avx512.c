@@ -205,6 +205,82 @@ INLINE void qrow_tile(float *y, int64_t ys, const char *w, size_t rb, int64_t r,
             y[(t0 + j) * ys + r + i] = hsum256(acc[i][j]);
 }
 
+/* Q4_0, one token, R rows: two blocks per 256-bit step. A block's 16
+ * nibble bytes fill only half a vector, so the one-block tile above spends
+ * a whole vector's unpacking, scale conversion and float work on 16 bytes;
+ * here blocks b and b+1 of a row share the vector (lanes 0-3: block b,
+ * lanes 4-7: block b+1) and every operation serves both, ~25% fewer vector
+ * operations per block, which is what bounds Q4_0 decode on two cores when
+ * memory is fast (measured on a cache-resident matrix: 38-46 -> 44-56 GB/s
+ * of weights; on DRAM-bound runs the two tie). The activation side (block b's low and high halves beside block b+1's, the
+ * offset correction, the two scales) is built once per step for the R rows. */
+INLINE void q4_row1_tile2(float *y, const char *w, size_t rb, int64_t r, const char *x, int64_t nb,
+                          const int R)
+{
+    __m256 acc[8];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) acc[i] = _mm256_setzero_ps();
+    const __m256i m0f = _mm256_set1_epi8(0x0f), off = _mm256_set1_epi8(8);
+    /* lanes 0-3 take the first of two scales, lanes 4-7 the second */
+    const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const size_t bb = sizeof(ek_block_q4_0);
+    const char *pf = w + (size_t)(r + R * PF_AHEAD_TILES) * rb;
+    const ek_block_q8_0 *xb = (const ek_block_q8_0 *)x;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        prefetch_step(pf + (size_t)b * R * bb, (int)(2 * R * bb));
+        const __m256i xlo = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)xb[b].q)),
+            _mm_loadu_si128((const __m128i *)xb[b + 1].q), 1);
+        const __m256i xhi = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(xb[b].q + 16))),
+            _mm_loadu_si128((const __m128i *)(xb[b + 1].q + 16)), 1);
+        /* -8 x the sum of each 4-byte group of both halves: dpbusd on top
+         * of it gives the exact dot of the signed nibbles */
+        const __m256i xc = _mm256_sub_epi32(
+            _mm256_setzero_si256(),
+            _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), off, xlo), off, xhi));
+        const __m256 dx = _mm256_permutevar8x32_ps(
+            _mm256_castps128_ps256(_mm_cvtph_ps(_mm_insert_epi16(
+                _mm_cvtsi32_si128(ld16(&xb[b].d)), ld16(&xb[b + 1].d), 1))),
+            spread);
+        _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
+            const ek_block_q4_0 *wb = (const ek_block_q4_0 *)(w + (size_t)(r + i) * rb) + b;
+            __m256i v = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)wb[0].qs)),
+                _mm_loadu_si128((const __m128i *)wb[1].qs), 1);
+            __m256i lo = _mm256_and_si256(v, m0f);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+            __m256i dot = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(xc, lo, xlo), hi, xhi);
+            __m256 dw = _mm256_permutevar8x32_ps(
+                _mm256_castps128_ps256(_mm_cvtph_ps(_mm_insert_epi16(
+                    _mm_cvtsi32_si128(ld16(&wb[0].d)), ld16(&wb[1].d), 1))),
+                spread);
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx), acc[i]);
+        }
+    }
+    /* an odd last block: one block in lanes 0-3 (bytes 16..31 zero) */
+    if (b < nb) {
+        const __m256i xlo = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)xb[b].q));
+        const __m256i xhi = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(xb[b].q + 16)));
+        const __m256i xl = _mm256_inserti128_si256(xlo, _mm_setzero_si128(), 1);
+        const __m256i xh = _mm256_inserti128_si256(xhi, _mm_setzero_si128(), 1);
+        const __m256i xc = _mm256_sub_epi32(
+            _mm256_setzero_si256(),
+            _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), off, xl), off, xh));
+        const __m256 dx = _mm256_set1_ps(_cvtsh_ss(ld16(&xb[b].d)));
+        _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
+            const ek_block_q4_0 *wb = (const ek_block_q4_0 *)(w + (size_t)(r + i) * rb) + b;
+            __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)wb->qs));
+            __m256i lo = _mm256_and_si256(v, m0f);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+            __m256i dot = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(xc, lo, xl), hi, xh);
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                     _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(ld16(&wb->d))), dx), acc[i]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) y[r + i] = hsum256(acc[i]);
+}
+
 #define QROW_GEMM(NAME, Q4)                                                                  \
     static TARGET void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, \
                             const void *x, size_t xs, int nt)                                \
@@ -213,7 +289,9 @@ INLINE void qrow_tile(float *y, int64_t ys, const char *w, size_t rb, int64_t r,
         const char *wd = w->data, *xd = x;                                                   \
         int64_t nb = w->cols / EK_QBLOCK;                                                    \
         int64_t r = r0;                                                                      \
-        if (nt == 1)                                                                         \
+        if (nt == 1 && Q4)                                                                   \
+            for (; r + 8 <= r1; r += 8) q4_row1_tile2(y, wd, rb, r, xd, nb, 8);               \
+        else if (nt == 1)                                                                    \
             for (; r + 8 <= r1; r += 8) qrow_tile(y, ys, wd, rb, r, xd, xs, 0, nb, 8, 1, Q4); \
         for (; r < r1;) {                                                                    \
             int R = r1 - r >= 4 ? 4 : 1;                                                     \
