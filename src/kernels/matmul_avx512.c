@@ -205,6 +205,22 @@ INLINE void qrow_tile(float *y, int64_t ys, const char *w, size_t rb, int64_t r,
             y[(t0 + j) * ys + r + i] = hsum256(acc[i][j]);
 }
 
+/* Q4_0 nibble bytes in a 256-bit vector: the low nibbles (each 16-byte
+ * half's elements 0..15) and the high ones (elements 16..31), as bytes. */
+INLINE void nibbles256(__m256i v, __m256i *lo, __m256i *hi)
+{
+    const __m256i m0f = _mm256_set1_epi8(0x0f);
+    *lo = _mm256_and_si256(v, m0f);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+}
+
+/* Two fp16 scales as fp32: the first in lanes 0-3, the second in lanes 4-7. */
+INLINE __m256 half_pair256(uint16_t h0, uint16_t h1)
+{
+    __m128 f = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(h0), (short)h1, 1));
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(f), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+}
+
 /* Q4_0, one token, R rows: two blocks per 256-bit step. A block's 16
  * nibble bytes fill only half a vector, so the one-block tile above spends
  * a whole vector's unpacking, scale conversion and float work on 16 bytes;
@@ -219,9 +235,7 @@ INLINE void q4_row1_tile2(float *y, const char *w, size_t rb, int64_t r, const c
 {
     __m256 acc[8];
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) acc[i] = _mm256_setzero_ps();
-    const __m256i m0f = _mm256_set1_epi8(0x0f), off = _mm256_set1_epi8(8);
-    /* lanes 0-3 take the first of two scales, lanes 4-7 the second */
-    const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i off = _mm256_set1_epi8(8);
     const size_t bb = sizeof(ek_block_q4_0);
     const char *pf = w + (size_t)(r + R * PF_AHEAD_TILES) * rb;
     const ek_block_q8_0 *xb = (const ek_block_q8_0 *)x;
@@ -239,22 +253,16 @@ INLINE void q4_row1_tile2(float *y, const char *w, size_t rb, int64_t r, const c
         const __m256i xc = _mm256_sub_epi32(
             _mm256_setzero_si256(),
             _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), off, xlo), off, xhi));
-        const __m256 dx = _mm256_permutevar8x32_ps(
-            _mm256_castps128_ps256(_mm_cvtph_ps(_mm_insert_epi16(
-                _mm_cvtsi32_si128(ld16(&xb[b].d)), ld16(&xb[b + 1].d), 1))),
-            spread);
+        const __m256 dx = half_pair256(ld16(&xb[b].d), ld16(&xb[b + 1].d));
         _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
             const ek_block_q4_0 *wb = (const ek_block_q4_0 *)(w + (size_t)(r + i) * rb) + b;
             __m256i v = _mm256_inserti128_si256(
                 _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)wb[0].qs)),
                 _mm_loadu_si128((const __m128i *)wb[1].qs), 1);
-            __m256i lo = _mm256_and_si256(v, m0f);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+            __m256i lo, hi;
+            nibbles256(v, &lo, &hi);
             __m256i dot = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(xc, lo, xlo), hi, xhi);
-            __m256 dw = _mm256_permutevar8x32_ps(
-                _mm256_castps128_ps256(_mm_cvtph_ps(_mm_insert_epi16(
-                    _mm_cvtsi32_si128(ld16(&wb[0].d)), ld16(&wb[1].d), 1))),
-                spread);
+            __m256 dw = half_pair256(ld16(&wb[0].d), ld16(&wb[1].d));
             acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx), acc[i]);
         }
     }
@@ -270,9 +278,8 @@ INLINE void q4_row1_tile2(float *y, const char *w, size_t rb, int64_t r, const c
         const __m256 dx = _mm256_set1_ps(_cvtsh_ss(ld16(&xb[b].d)));
         _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
             const ek_block_q4_0 *wb = (const ek_block_q4_0 *)(w + (size_t)(r + i) * rb) + b;
-            __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)wb->qs));
-            __m256i lo = _mm256_and_si256(v, m0f);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+            __m256i lo, hi;
+            nibbles256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)wb->qs)), &lo, &hi);
             __m256i dot = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(xc, lo, xl), hi, xh);
             acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
                                      _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(ld16(&wb->d))), dx), acc[i]);
@@ -505,7 +512,7 @@ INLINE void qpair_tile(float *tile, const char *w, size_t rb, int64_t r, const u
     const size_t bb = q4 ? sizeof(ek_block_q4_0) : sizeof(ek_block_q8_0);
     const char *wb = w + (size_t)r * rb + (size_t)b0 * bb;
     const char *pf = wb + (size_t)R * PF_AHEAD_TILES * rb;
-    const __m256i m80 = _mm256_set1_epi8((char)0x80), m0f = _mm256_set1_epi8(0x0f);
+    const __m256i m80 = _mm256_set1_epi8((char)0x80);
     for (int64_t b = 0; b < nb; b++, wb += bb, pf += bb) {
         const uint8_t *xb = xp + (size_t)b * G * PR_BYTES;
         _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
@@ -515,9 +522,8 @@ INLINE void qpair_tile(float *tile, const char *w, size_t rb, int64_t r, const u
                 _mm_prefetch(pf + (size_t)i * rb + bb, _MM_HINT_T1);
             __m256i lo, hi;
             if (q4) {
-                __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(wr + 2)));
-                lo = _mm256_and_si256(v, m0f);
-                hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+                nibbles256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(wr + 2))),
+                           &lo, &hi);
             } else {
                 lo = _mm256_xor_si256(
                     _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(wr + 2))), m80);
