@@ -1,6 +1,7 @@
 /* Kernel benchmark: prints one JSON document on stdout.
  *
  *   build/bench/kernels [--quick] [--set=NAME] [--dtype=NAME] [--batch=N]
+ *                       [--shape=ROWSxCOLS]   (instead of the two MLP shapes)
  *
  * - "bandwidth": the machine's read bandwidth, a plain sum over a 1 GiB
  *   buffer with 1 and 2 threads (median of 5), the roofline for decode.
@@ -12,8 +13,11 @@
  *   n_tokens = 32 as GFLOP/s; and decode_warm_gbs, one token on the same
  *   matrix every call (L3-resident where it fits): the kernel's own ceiling
  *   (2 * rows * cols * tokens per call). Threads split rows as
- *   src/kernels/exec.c does (4 parts per thread). Decode rotates over enough copies of the matrix
- *   (>= 512 MiB) that every call streams from DRAM, not L3.
+ *   src/kernels/exec.c does (4 parts per thread). Decode rotates over enough
+ *   copies of the matrix (>= 512 MiB) that every call streams from DRAM, not L3.
+ * Q8_0/Q4_0 are measured in both layouts where the set has an interleaved
+ * gemm ("layout": "rows" as in the file, "rows8" as the loader repacks them,
+ * src/kernels/rows8.h), on the same values.
  * Medians of several repetitions; nothing asserts on time. */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@
 #include "base/pool.h"
 #include "kernels/formats.h"
 #include "kernels/matmul.h"
+#include "kernels/rows8.h"
 
 static double now_s(void)
 {
@@ -100,7 +105,7 @@ static void run_gemm(void *p, int part, int n_parts, int worker)
     (void)worker;
     pool_split(t->w->rows, 16, part, n_parts, &r0, &r1);
     if (r0 < r1)
-        t->k->gemm[t->w->dtype](t->y, t->w->rows, t->w, r0, r1, t->x, t->x_stride, t->n_tokens);
+        ek_kernels_gemm(t->k, t->w)(t->y, t->w->rows, t->w, r0, r1, t->x, t->x_stride, t->n_tokens);
 }
 
 static unsigned rng = 1;
@@ -113,15 +118,15 @@ static float frand(void)
 /* GB/s of weight bytes for calls of nt tokens, each on a cold copy of the
  * matrix (median of reps). */
 static double cold_gbs(const ek_kernel_set *k, ember_pool *pool, int th, const char *w, int copies,
-                       size_t mbytes, et_dtype dt, int64_t R, int64_t C, float *y, const void *xin,
-                       size_t xs, int nt, int reps)
+                       size_t mbytes, et_dtype dt, ek_layout layout, int64_t R, int64_t C, float *y,
+                       const void *xin, size_t xs, int nt, int reps)
 {
     double v[16];
     for (int rep = 0; rep < reps; rep++) {
         int calls = copies < 8 ? 8 : copies;
         double t0 = now_s();
         for (int c = 0; c < calls; c++) {
-            ek_matrix m = {dt, w + (size_t)(c % copies) * mbytes, R, C};
+            ek_matrix m = {dt, w + (size_t)(c % copies) * mbytes, R, C, layout};
             gemm_task t = {k, y, &m, xin, xs, nt};
             pool_run(pool, run_gemm, &t, 4 * (th + 1));
         }
@@ -137,16 +142,24 @@ typedef struct shape {
 int main(int argc, char **argv)
 {
     int quick = 0, batch = 8;
+    shape only_shape = {0, 0};
     const char *only_set = NULL, *only_dtype = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strncmp(argv[i], "--set=", 6)) only_set = argv[i] + 6;
         else if (!strncmp(argv[i], "--dtype=", 8)) only_dtype = argv[i] + 8;
+        else if (!strncmp(argv[i], "--shape=", 8) &&
+                 sscanf(argv[i] + 8, "%lldx%lld", (long long *)&only_shape.rows,
+                        (long long *)&only_shape.cols) == 2 &&
+                 only_shape.rows > 0 && only_shape.cols > 0)
+            ;
         else if (!strncmp(argv[i], "--batch=", 8) && atoi(argv[i] + 8) >= 1 &&
                  atoi(argv[i] + 8) <= 32)
             batch = atoi(argv[i] + 8);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--set=NAME] [--dtype=NAME] [--batch=1..32]\n",
+            fprintf(stderr,
+                    "usage: %s [--quick] [--set=NAME] [--dtype=NAME] [--batch=1..32] "
+                    "[--shape=ROWSxCOLS]\n",
                     argv[0]);
             return 2;
         }
@@ -173,8 +186,11 @@ int main(int argc, char **argv)
     for (int dt = 0; dt < ET_DTYPE_COUNT; dt++) {
         const ek_format *fmt = ek_format_of((et_dtype)dt);
         if (only_dtype && strcmp(only_dtype, fmt->name)) continue;
-        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-            int64_t R = shapes[si].rows, C = shapes[si].cols;
+        const size_t n_shapes = only_shape.rows ? 1 : sizeof shapes / sizeof *shapes;
+        for (size_t si = 0; si < n_shapes; si++) {
+            int64_t R = only_shape.rows ? only_shape.rows : shapes[si].rows;
+            int64_t C = only_shape.rows ? only_shape.cols : shapes[si].cols;
+            if (C % fmt->block) continue;
             size_t mbytes = (size_t)R * ek_row_bytes((et_dtype)dt, C);
             int copies = (int)((rot_bytes + mbytes - 1) / mbytes);
             char *w = malloc(mbytes * (size_t)copies);
@@ -188,6 +204,13 @@ int main(int argc, char **argv)
                 fmt->from_f32(row, w + (size_t)r * ek_row_bytes((et_dtype)dt, C), C);
             }
             for (int c = 1; c < copies; c++) memcpy(w + (size_t)c * mbytes, w, mbytes);
+            /* the same values in the interleaved layout, where it applies */
+            char *w8 = ek_rows8_fits((et_dtype)dt, R, C) ? malloc(mbytes * (size_t)copies) : NULL;
+            size_t rb = ek_row_bytes((et_dtype)dt, C);
+            for (int c = 0; w8 && c < copies; c++)
+                for (int64_t g = 0; g < R / 8; g++)
+                    ek_rows8_pack((et_dtype)dt, C, w + (size_t)g * 8 * rb, rb,
+                                  w8 + (size_t)c * mbytes + (size_t)g * 8 * rb);
             for (int64_t i = 0; i < PREFILL_TOKENS * C; i++) x[i] = frand();
             for (size_t ki = 0; ki < sizeof sets / sizeof *sets; ki++) {
                 const ek_kernel_set *k = ek_kernels_by_name(sets[ki]);
@@ -200,40 +223,49 @@ int main(int argc, char **argv)
                         k->quantize_q8_0(x + t * C, (char *)xq + (size_t)t * xs, C);
                     xin = xq;
                 }
-                for (int th = 0; th < 2; th++) {
-                    /* decode: rotate over the copies, each call a cold matrix */
-                    int reps = quick ? 3 : 7;
-                    double gbs = cold_gbs(k, pools[th], th, w, copies, mbytes, (et_dtype)dt, R, C, y,
-                                          xin, xs, 1, reps);
-                    double bgbs = cold_gbs(k, pools[th], th, w, copies, mbytes, (et_dtype)dt, R, C,
-                                           y, xin, xs, batch, reps);
-                    /* the same matrix every call: as cache-resident as its size allows,
-                     * the kernel's own ceiling where DRAM is not the bound */
-                    double wgbs = cold_gbs(k, pools[th], th, w, 1, mbytes, (et_dtype)dt, R, C, y,
-                                           xin, xs, 1, reps);
-                    double v[16];
-                    /* prefill: one matrix, warm; the scalar set is slow, fewer reps */
-                    int preps = !strcmp(k->name, "scalar") || quick ? 3 : 5;
-                    ek_matrix m = {(et_dtype)dt, w, R, C};
-                    gemm_task t = {k, y, &m, xin, xs, PREFILL_TOKENS};
-                    pool_run(pools[th], run_gemm, &t, 4 * (th + 1));
-                    for (int rep = 0; rep < preps; rep++) {
-                        double t0 = now_s();
+                for (int li = 0; li < 2; li++) {
+                    const ek_layout lay = li ? EK_LAYOUT_ROWS8 : EK_LAYOUT_ROWS;
+                    if (lay == EK_LAYOUT_ROWS8 && !(k->gemm_rows8[dt] && w8)) continue;
+                    const char *wl = lay == EK_LAYOUT_ROWS8 ? w8 : w;
+                    for (int th = 0; th < 2; th++) {
+                        /* decode: rotate over the copies, each call a cold matrix */
+                        int reps = quick ? 3 : 7;
+                        double gbs = cold_gbs(k, pools[th], th, wl, copies, mbytes, (et_dtype)dt,
+                                              lay, R, C, y, xin, xs, 1, reps);
+                        double bgbs = cold_gbs(k, pools[th], th, wl, copies, mbytes, (et_dtype)dt,
+                                               lay, R, C, y, xin, xs, batch, reps);
+                        /* the same matrix every call: as cache-resident as its size allows,
+                         * the kernel's own ceiling where DRAM is not the bound */
+                        double wgbs = cold_gbs(k, pools[th], th, wl, 1, mbytes, (et_dtype)dt, lay,
+                                               R, C, y, xin, xs, 1, reps);
+                        double v[16];
+                        /* prefill: one matrix, warm; the scalar set is slow, fewer reps */
+                        int preps = !strcmp(k->name, "scalar") || quick ? 3 : 5;
+                        ek_matrix m = {(et_dtype)dt, wl, R, C, lay};
+                        gemm_task t = {k, y, &m, xin, xs, PREFILL_TOKENS};
                         pool_run(pools[th], run_gemm, &t, 4 * (th + 1));
-                        v[rep] = 2.0 * (double)R * (double)C * PREFILL_TOKENS / (now_s() - t0) / 1e9;
+                        for (int rep = 0; rep < preps; rep++) {
+                            double t0 = now_s();
+                            pool_run(pools[th], run_gemm, &t, 4 * (th + 1));
+                            v[rep] =
+                                2.0 * (double)R * (double)C * PREFILL_TOKENS / (now_s() - t0) / 1e9;
+                        }
+                        double gflops = median(v, preps);
+                        printf("%s    {\"set\": \"%s\", \"dtype\": \"%s\", \"rows\": %lld, "
+                               "\"cols\": %lld, \"layout\": \"%s\", \"threads\": %d, "
+                               "\"decode_gbs\": %.2f, \"roofline_frac\": %.3f, "
+                               "\"decode_warm_gbs\": %.2f, \"batch%d_gbs\": %.2f, "
+                               "\"prefill%d_gflops\": %.1f}",
+                               first ? "" : ",\n", k->name, fmt->name, (long long)R, (long long)C,
+                               lay == EK_LAYOUT_ROWS8 ? "rows8" : "rows", th + 1, gbs, gbs / bw[th],
+                               wgbs, batch, bgbs, PREFILL_TOKENS, gflops);
+                        first = 0;
+                        fflush(stdout);
                     }
-                    double gflops = median(v, preps);
-                    printf("%s    {\"set\": \"%s\", \"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, "
-                           "\"threads\": %d, \"decode_gbs\": %.2f, \"roofline_frac\": %.3f, "
-                           "\"decode_warm_gbs\": %.2f, \"batch%d_gbs\": %.2f, "
-                           "\"prefill%d_gflops\": %.1f}",
-                           first ? "" : ",\n", k->name, fmt->name, (long long)R, (long long)C,
-                           th + 1, gbs, gbs / bw[th], wgbs, batch, bgbs, PREFILL_TOKENS, gflops);
-                    first = 0;
-                    fflush(stdout);
                 }
             }
             free(w);
+            free(w8);
             free(row);
             free(x);
             free(xq);

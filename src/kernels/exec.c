@@ -33,8 +33,8 @@ static void run_gemm(void *p, int part, int n_parts, int worker)
         const ek_matmul_out *o = &t->outs[i];
         int64_t lo = r0 > base ? r0 - base : 0, hi = r1 - base < o->w->rows ? r1 - base : o->w->rows;
         if (lo < hi)
-            t->ex->kernels->gemm[o->w->dtype](o->y, o->y_stride, o->w, lo, hi, t->x, t->x_stride,
-                                             t->n_tokens);
+            ek_kernels_gemm(t->ex->kernels, o->w)(o->y, o->y_stride, o->w, lo, hi, t->x,
+                                                  t->x_stride, t->n_tokens);
         base += o->w->rows;
     }
 }
@@ -46,9 +46,11 @@ void ek_matmul_many(const ek_exec *ex, const float *x, int n_tokens, const ek_ma
     const ek_matrix *w0 = outs[0].w;
     int64_t total = 0;
     for (int i = 0; i < n_outs; i++) {
-        /* one activation format for all: else one run each */
+        /* one activation format for all, and an interleaved matrix must
+         * start at a multiple of its 8-row groups: else one run each */
         if (outs[i].w->cols != w0->cols ||
-            ek_format_of(outs[i].w->dtype)->act != ek_format_of(w0->dtype)->act) {
+            ek_format_of(outs[i].w->dtype)->act != ek_format_of(w0->dtype)->act ||
+            (outs[i].w->layout == EK_LAYOUT_ROWS8 && total % 8)) {
             for (int j = 0; j < n_outs; j++) ek_matmul_many(ex, x, n_tokens, &outs[j], 1, qbuf);
             return;
         }

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/formats.h"
+#include "kernels/rows8.h"
 
 ek_matrix ek_matrix_rows(const ek_matrix *w, int64_t first, int64_t n)
 {
@@ -16,8 +17,17 @@ ek_matrix ek_matrix_rows(const ek_matrix *w, int64_t first, int64_t n)
 
 void ek_row_to_f32(float *out, const ek_matrix *w, int64_t r)
 {
+    if (w->layout == EK_LAYOUT_ROWS8) {
+        ek_rows8_row_to_f32(w, r, out);
+        return;
+    }
     const ek_format *f = ek_format_of(w->dtype);
     f->to_f32((const char *)w->data + (size_t)r * ek_row_bytes(w->dtype, w->cols), out, w->cols);
+}
+
+ek_gemm_fn ek_kernels_gemm(const ek_kernel_set *k, const ek_matrix *w)
+{
+    return w->layout == EK_LAYOUT_ROWS8 ? k->gemm_rows8[w->dtype] : k->gemm[w->dtype];
 }
 
 ek_to_f32_fn ek_kernels_to_f32(const ek_kernel_set *k, et_dtype dtype)

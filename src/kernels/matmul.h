@@ -18,13 +18,20 @@
 #include "io/tensor.h"
 #include "kernels/conv.h"
 
+/* How a matrix's bytes are ordered: row after row (as in the file), or in
+ * groups of eight interleaved rows (Q8_0/Q4_0, rows8.h), which the loader
+ * makes when the kernel set has a gemm for it. */
+typedef enum ek_layout { EK_LAYOUT_ROWS = 0, EK_LAYOUT_ROWS8 } ek_layout;
+
 typedef struct ek_matrix {
     et_dtype dtype;
     const void *data; /* rows x ek_row_bytes(dtype, cols) bytes */
     int64_t rows, cols;
+    ek_layout layout;
 } ek_matrix;
 
-/* Rows [first, first + n) of w as a matrix of their own (a free view). */
+/* Rows [first, first + n) of w as a matrix of their own (a free view); in
+ * the eight-row layout first and n must be multiples of 8. */
 ek_matrix ek_matrix_rows(const ek_matrix *w, int64_t first, int64_t n);
 /* Row r of w converted to fp32 (an embedding lookup). */
 void ek_row_to_f32(float *out, const ek_matrix *w, int64_t r);
@@ -73,7 +80,13 @@ typedef struct ek_kernel_set {
     /* audio decoder kernels (conv.h); NULL: the scalar twin */
     ek_conv_fn conv[EK_CONV_FORMAT_COUNT];
     ek_snake_fn snake;
+    /* gemms for the eight-row interleaved layout (rows8.h); NULL where the
+     * set has none, and then the loader keeps the row layout */
+    ek_gemm_fn gemm_rows8[ET_DTYPE_COUNT];
 } ek_kernel_set;
+
+/* The set's gemm for w's format and layout (NULL if it has none). */
+ek_gemm_fn ek_kernels_gemm(const ek_kernel_set *k, const ek_matrix *w);
 
 /* The set's conversion of `dtype` rows to fp32, never NULL. */
 ek_to_f32_fn ek_kernels_to_f32(const ek_kernel_set *k, et_dtype dtype);

@@ -283,6 +283,7 @@ static const ek_kernel_set avx2_set = {
     {0}, /* row conversions: the format table's */
     {0}, /* convs: the scalar twins */
     NULL,
+    {0}, /* no interleaved-layout gemms: weights keep the row layout */
 };
 
 const ek_kernel_set *ek_kernels_avx2(void) { return &avx2_set; }

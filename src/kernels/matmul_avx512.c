@@ -41,6 +41,7 @@ const ek_kernel_set *ek_kernels_avx512(void);
 #include <string.h>
 
 #include "kernels/formats.h"
+#include "kernels/rows8.h"
 #include "kernels/simd_common.h"
 #include "kernels/vec_avx512.h"
 
@@ -758,6 +759,7 @@ static const ek_kernel_set avx512_set = {
      [ET_Q8_0] = ek_q8_0_to_f32_avx512},
     {[EK_CONV_F32] = ek_conv_f32_avx512, [EK_CONV_BF16] = ek_conv_bf16_avx512},
     ek_snake_avx512,
+    {[ET_Q8_0] = ek_gemm_rows8_q8_0_avx512, [ET_Q4_0] = ek_gemm_rows8_q4_0_avx512},
 };
 
 const ek_kernel_set *ek_kernels_avx512(void) { return &avx512_set; }

@@ -6,6 +6,7 @@
 #include "kernels/convert.h"
 #include "kernels/formats.h"
 #include "kernels/matmul.h"
+#include "kernels/rows8.h"
 
 /* Eight partial sums break the dependency chain so the compiler can keep
  * several multiply-adds in flight; the final sum is done pairwise. */
@@ -106,6 +107,34 @@ static void gemm_q4_0(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0
     GEMM_BODY(ek_block_q4_0, ek_block_q8_0, dot_q4_0)
 }
 
+/* The interleaved layout's twins: each block is unpacked to the row layout
+ * and goes through the same block dot, summed in the same order (equal to
+ * the row-layout results but for where a compiler fuses a multiply-add). */
+#define ROWS8_BODY(WTYPE, DOT)                                                        \
+    for (int64_t r = r0; r < r1; r++)                                                 \
+        for (int t = 0; t < n_tokens; t++) {                                          \
+            const ek_block_q8_0 *xb = (const ek_block_q8_0 *)((const char *)x + (size_t)t * x_stride); \
+            float sum = 0.0f;                                                         \
+            for (int64_t b = 0; b < w->cols / EK_QBLOCK; b++) {                       \
+                WTYPE blk;                                                            \
+                ek_rows8_unpack_block(w, r, b, &blk);                                 \
+                sum += DOT(&blk, xb + b, EK_QBLOCK);                                  \
+            }                                                                         \
+            y[t * y_stride + r] = sum;                                                \
+        }
+
+void ek_gemm_rows8_q8_0_scalar(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0,
+                               int64_t r1, const void *x, size_t x_stride, int n_tokens)
+{
+    ROWS8_BODY(ek_block_q8_0, dot_q8_0)
+}
+
+void ek_gemm_rows8_q4_0_scalar(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0,
+                               int64_t r1, const void *x, size_t x_stride, int n_tokens)
+{
+    ROWS8_BODY(ek_block_q4_0, dot_q4_0)
+}
+
 static void quantize_q8_0(const float *x, void *dst, int64_t n)
 {
     ek_format_of(ET_Q8_0)->from_f32(x, dst, n);
@@ -127,6 +156,7 @@ static const ek_kernel_set scalar_set = {
     {0}, /* row conversions: the format table's */
     {0}, /* convs: the scalar twins */
     NULL,
+    {[ET_Q8_0] = ek_gemm_rows8_q8_0_scalar, [ET_Q4_0] = ek_gemm_rows8_q4_0_scalar},
 };
 
 const ek_kernel_set *ek_kernels_scalar(void) { return &scalar_set; }

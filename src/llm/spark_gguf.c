@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "kernels/formats.h"
+#include "kernels/rows8.h"
 #include "llm/spark.h"
 #include "llm/spark_config.h"
 
@@ -343,13 +344,20 @@ static ember_status produce_matrix(void *ctx, gguf_sink *sink)
     size_t out_row = ek_row_bytes(s->to, cols);
     float *row = malloc((size_t)cols * sizeof *row + 1);
     void *out = malloc(out_row + 1);
+    /* a row of an interleaved matrix, back in the file's row layout */
+    char *plain = malloc((size_t)cols * sizeof(float) + 1);
     ember_status st = EMBER_OK;
-    if (!row || !out) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory converting a matrix");
+    if (!row || !out || !plain)
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory converting a matrix");
     for (int p = 0; p < s->n_parts && !st; p++) {
         const ek_matrix *m = &s->part[p];
         size_t in_row = ek_row_bytes(m->dtype, cols);
         for (int64_t r = 0; r < m->rows && !st; r++) {
             const char *src = (const char *)m->data + (size_t)r * in_row;
+            if (m->layout == EK_LAYOUT_ROWS8) {
+                ek_rows8_unpack_row(m, r, plain);
+                src = plain;
+            }
             if (m->dtype == s->to) {
                 st = gguf_sink_write(sink, src, in_row); /* as is: no round trip */
             } else {
@@ -361,6 +369,7 @@ static ember_status produce_matrix(void *ctx, gguf_sink *sink)
     }
     free(row);
     free(out);
+    free(plain);
     return st;
 }
 

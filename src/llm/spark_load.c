@@ -92,8 +92,15 @@ static ember_status bind_layer(wt_loader *ld, ember_model *m, int32_t i)
     const spark_config *c = &m->cfg;
     spark_layer *L = &m->layers[i];
     char name[160];
-    ember_status st;
-    for (size_t k = 0; k < N_LAYER_TENSORS; k++) {
+    ember_status st = EMBER_OK;
+    /* The fused projection's rows are Q, then K, then V; so is its bias.
+     * Splitting is free: each part is a view of consecutive rows, which the
+     * interleaved layout allows at multiples of 8 rows only. */
+    const int64_t q_rows = (int64_t)c->n_heads * c->head_dim;
+    const int64_t kv_rows = (int64_t)c->n_kv_heads * c->head_dim;
+    const int keep_rows = ld->keep_rows;
+    ld->keep_rows = keep_rows || q_rows % 8 || kv_rows % 8;
+    for (size_t k = 0; k < N_LAYER_TENSORS && !st; k++) {
         const tensor_spec *ts = &layer_tensors[k];
         if (!present(c, ts->when)) continue;
         snprintf(name, sizeof name, "model.layers.%d.%s", i, ts->suffix);
@@ -103,12 +110,9 @@ static ember_status bind_layer(wt_loader *ld, ember_model *m, int32_t i)
         else
             st = wt_bind_matrix(ld, name, dim_size(c, ts->rows), dim_size(c, ts->cols),
                                 (ek_matrix *)field);
-        if (st) return st;
     }
-    /* The fused projection's rows are Q, then K, then V; so is its bias.
-     * Splitting is free: each part is a view of consecutive rows. */
-    const int64_t q_rows = (int64_t)c->n_heads * c->head_dim;
-    const int64_t kv_rows = (int64_t)c->n_kv_heads * c->head_dim;
+    ld->keep_rows = keep_rows;
+    if (st) return st;
     ek_matrix fused = L->wq;
     L->wq = ek_matrix_rows(&fused, 0, q_rows);
     L->wk = ek_matrix_rows(&fused, q_rows, kv_rows);
@@ -150,7 +154,7 @@ static ember_status load_into(ember_model *m, const char *dir)
     if (!m->vectors || !m->converted)
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
     wt_loader ld = {m->ck, m->vectors, m->vectors + n_vector, m->converted, &m->n_converted,
-                    max_converted, wt_dtype_of_type(m->params.weight_type), 0, NULL, 0, 0, m->kernels};
+                    max_converted, wt_dtype_of_type(m->params.weight_type), 0, NULL, 0, 0, m->kernels, 0};
 
     if ((st = wt_bind_matrix(&ld, "model.embedding.weight", c->vocab, c->hidden, &m->embed)) ||
         (st = wt_bind_vector(&ld, "model.norm.weight", c->hidden, &m->final_norm)))

@@ -7,6 +7,7 @@
 
 #include "base/status.h"
 #include "kernels/formats.h"
+#include "kernels/rows8.h"
 
 et_dtype wt_dtype_of_type(ember_type t)
 {
@@ -88,36 +89,72 @@ static char *block_alloc(wt_loader *ld, size_t bytes)
     return block;
 }
 
-ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target)
+/* Whether m, once in `target`, gets the eight-row interleaved layout: the
+ * kernel set has a gemm for it and the shape fits (kernels/rows8.h). */
+static int wants_rows8(const wt_loader *ld, const ek_matrix *m, et_dtype target)
+{
+    return ld->kernels && !ld->keep_rows && ld->kernels->gemm_rows8[target] &&
+           ek_rows8_fits(target, m->rows, m->cols);
+}
+
+/* Replaces m's data by a copy in `target` and `layout`, in one of the
+ * loader's converted blocks. Rows go through fp32 where the format changes;
+ * the interleaved layout takes them 8 at a time through a small buffer. */
+static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target,
+                                 ek_layout layout)
 {
     const ek_format *to = ek_format_of(target), *from = ek_format_of(m->dtype);
     if (m->cols % to->block)
         return ember_fail(EMBER_ERR_UNSUPPORTED,
                           "tensor '%s': %lld columns are not a multiple of the %s block (%d)",
                           name, (long long)m->cols, to->name, to->block);
+    const int convert = target != m->dtype, rows8 = layout == EK_LAYOUT_ROWS8;
     size_t in_row = ek_row_bytes(m->dtype, m->cols), out_row = ek_row_bytes(target, m->cols);
     char *dst = block_alloc(ld, (size_t)m->rows * out_row);
-    float *row = malloc((size_t)m->cols * sizeof *row);
-    if (!dst || !row) {
+    float *row = convert ? malloc((size_t)m->cols * sizeof *row) : NULL;
+    char *group = convert && rows8 ? malloc(EK_ROWS8 * out_row) : NULL;
+    if (!dst || (convert && !row) || (convert && rows8 && !group)) {
         free(row);
+        free(group);
         return ember_fail(EMBER_ERR_NO_MEMORY, "tensor '%s': out of memory converting to %s",
                           name, to->name);
     }
     ek_to_f32_fn widen = ld->kernels ? ek_kernels_to_f32(ld->kernels, m->dtype) : from->to_f32;
     ek_quantize_fn narrow = ld->kernels && target == ET_Q8_0 ? ld->kernels->quantize_q8_0 : NULL;
-    for (int64_t r = 0; r < m->rows; r++) {
-        widen((const char *)m->data + (size_t)r * in_row, row, m->cols);
-        if (narrow) narrow(row, dst + (size_t)r * out_row, m->cols);
-        else to->from_f32(row, dst + (size_t)r * out_row, m->cols);
+    const int64_t step = rows8 ? EK_ROWS8 : 1;
+    for (int64_t r = 0; r < m->rows; r += step) {
+        const char *src = (const char *)m->data + (size_t)r * in_row;
+        char *out = dst + (size_t)r * out_row;
+        size_t src_stride = in_row;
+        if (convert) {
+            char *conv = rows8 ? group : out;
+            for (int64_t i = 0; i < step; i++) {
+                widen(src + (size_t)i * in_row, row, m->cols);
+                if (narrow) narrow(row, conv + (size_t)i * out_row, m->cols);
+                else to->from_f32(row, conv + (size_t)i * out_row, m->cols);
+            }
+            src = conv;
+            src_stride = out_row;
+        }
+        if (rows8) ek_rows8_pack(target, m->cols, src, src_stride, out);
     }
     free(row);
+    free(group);
     m->dtype = target;
     m->data = dst;
+    m->layout = layout;
     return EMBER_OK;
 }
 
+ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target)
+{
+    return place_matrix(ld, name, m, target, EK_LAYOUT_ROWS);
+}
+
+/* matmul: the matrix feeds gemms (and may be interleaved); else it is only
+ * read a row at a time. */
 static ember_status bind_as(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
-                            et_dtype target, ek_matrix *out)
+                            et_dtype target, int matmul, ek_matrix *out)
 {
     const et_tensor *t;
     ember_status st = wt_fetch(ld, name, rows, cols, &t);
@@ -126,8 +163,12 @@ static ember_status bind_as(wt_loader *ld, const char *name, int64_t rows, int64
     out->data = t->data;
     out->rows = rows;
     out->cols = cols;
-    if (target != ET_DTYPE_COUNT && target != t->dtype)
-        return wt_convert_matrix(ld, name, out, target);
+    out->layout = EK_LAYOUT_ROWS;
+    if (target == ET_DTYPE_COUNT) target = t->dtype;
+    const ek_layout layout =
+        matmul && wants_rows8(ld, out, target) ? EK_LAYOUT_ROWS8 : EK_LAYOUT_ROWS;
+    if (target != t->dtype || layout != EK_LAYOUT_ROWS)
+        return place_matrix(ld, name, out, target, layout);
     ld->kept_mapped = 1;
     return EMBER_OK;
 }
@@ -135,7 +176,7 @@ static ember_status bind_as(wt_loader *ld, const char *name, int64_t rows, int64
 ember_status wt_bind_matrix(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
                             ek_matrix *out)
 {
-    return bind_as(ld, name, rows, cols, ld->convert_to, out);
+    return bind_as(ld, name, rows, cols, ld->convert_to, 1, out);
 }
 
 ember_status wt_bind_table(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
@@ -143,7 +184,7 @@ ember_status wt_bind_table(wt_loader *ld, const char *name, int64_t rows, int64_
 {
     et_dtype target = ld->convert_to;
     if (target != ET_DTYPE_COUNT && et_dtype_is_float(target)) target = ET_DTYPE_COUNT;
-    return bind_as(ld, name, rows, cols, target, out);
+    return bind_as(ld, name, rows, cols, target, 0, out);
 }
 
 ember_status wt_bind_vector(wt_loader *ld, const char *name, int64_t n, const float **out)
@@ -155,7 +196,7 @@ ember_status wt_bind_vector(wt_loader *ld, const char *name, int64_t n, const fl
         return ember_fail(EMBER_ERR_INVALID_ARG, "tensor '%s': vector block exhausted", name);
     float *dst = ld->next_vector;
     ld->next_vector += n;
-    ek_matrix as_row = {t->dtype, t->data, 1, n};
+    ek_matrix as_row = {t->dtype, t->data, 1, n, EK_LAYOUT_ROWS};
     ek_row_to_f32(dst, &as_row, 0);
     *out = dst;
     return EMBER_OK;

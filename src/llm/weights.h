@@ -28,6 +28,9 @@ typedef struct wt_loader {
     /* the model's kernel set: its row conversions and Q8_0 quantizer (bit-
      * identical to the format table's) make converting at load fast */
     const ek_kernel_set *kernels;
+    /* keep the row layout even where the set has interleaved gemms (a
+     * matrix that will be split at rows that are not multiples of 8) */
+    int keep_rows;
 } wt_loader;
 
 /* The storage format an ember_type asks for; ET_DTYPE_COUNT for NONE. */
@@ -46,7 +49,9 @@ ember_status wt_fetch_shape(wt_loader *ld, const char *name, int n_dims, const i
  * in one of the loader's converted blocks. */
 ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target);
 
-/* Binds a [rows, cols] matrix, converted to ld->convert_to when one is set. */
+/* Binds a [rows, cols] matrix, converted to ld->convert_to when one is set,
+ * and in the eight-row interleaved layout (kernels/rows8.h) when the
+ * loader's kernel set has gemms for it. */
 ember_status wt_bind_matrix(wt_loader *ld, const char *name, int64_t rows, int64_t cols,
                             ek_matrix *out);
 

@@ -322,7 +322,7 @@ static ember_status load_into(c2w_model *m, const char *dir)
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
     const et_dtype mat = m->conv_format == EK_CONV_BF16 ? ET_BF16 : ET_F32;
     c2w_loader ld = {{{m->ck, m->vectors, m->vectors + n_vector, m->converted, &m->n_converted,
-                       max_converted, mat, 0, NULL, 0, 0, m->kernels},
+                       max_converted, mat, 0, NULL, 0, 0, m->kernels, 0},
                       &m->n_unconverted},
                      m, NULL, 0};
     const int32_t last = c2w_block_channels(c, c->n_blocks);

@@ -162,7 +162,7 @@ static ember_status load_into(tts_model *m, const char *dir)
     if (!m->vectors || !m->converted)
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
     tts_loader ld = {{m->ck, m->vectors, m->vectors + n_vector, m->converted, &m->n_converted,
-                      max_converted, wt_dtype_of_type(m->weight_type), 0, NULL, 0, 0, m->kernels},
+                      max_converted, wt_dtype_of_type(m->weight_type), 0, NULL, 0, 0, m->kernels, 0},
                      &m->n_unconverted};
 
     if ((st = bind_table(&ld, "talker.model.text_embedding.weight", c->text_vocab,

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,44 @@ static void test_q4_0_matches_convert_at_load(void) { check_same_logits(ET_Q4_0,
 static void test_bf16_matches_source(void) { check_same_logits(ET_BF16, EMBER_TYPE_NONE, "bf16.gguf"); }
 static void test_f16_matches_convert_at_load(void) { check_same_logits(ET_F16, EMBER_TYPE_F16, "f16.gguf"); }
 static void test_f32_matches_convert_at_load(void) { check_same_logits(ET_F32, EMBER_TYPE_F32, "f32.gguf"); }
+
+/* The loader interleaves Q8_0/Q4_0 matrices (kernels/rows8.h) for a kernel
+ * set with gemms for that layout and keeps rows for one without; both give
+ * the same logits up to the fp32 order of the block sums. */
+static void test_interleaved_layout_same_logits(void)
+{
+    static const ember_type types[] = {EMBER_TYPE_Q8_0, EMBER_TYPE_Q4_0};
+    ember_model_params mp = ember_model_default_params();
+    int compared = 0;
+    for (size_t i = 0; i < 2; i++) {
+        ember_model *rows8 = NULL, *rows = NULL;
+        mp.weight_type = types[i];
+        mp.kernels = "avx512";
+        if (ember_model_load(tiny(), &mp, &rows8) != EMBER_OK) continue; /* not this CPU */
+        mp.kernels = "avx2";
+        REQUIRE(ember_model_load(tiny(), &mp, &rows) == EMBER_OK);
+        CHECK(rows8->layers[0].w_up.layout == EK_LAYOUT_ROWS8 &&
+              rows8->layers[0].wk.layout == EK_LAYOUT_ROWS8 &&
+              rows8->lm_head.layout == EK_LAYOUT_ROWS8);
+        CHECK(rows->layers[0].w_up.layout == EK_LAYOUT_ROWS && rows->lm_head.layout == EK_LAYOUT_ROWS);
+        int na = 0, nb = 0;
+        float *a = run(rows8, &na), *b = run(rows, &nb);
+        REQUIRE(a && b && na == nb);
+        double sig = 0, err = 0;
+        for (int k = 0; k < na; k++) {
+            sig += (double)b[k] * b[k];
+            err += ((double)a[k] - b[k]) * ((double)a[k] - b[k]);
+        }
+        double snr = 10 * log10(sig / (err + 1e-300));
+        CHECK_MSG(snr > 90, "type %d: interleaved vs row layout logits SNR %.1f dB", (int)types[i], snr);
+        compared++;
+        free(a);
+        free(b);
+        ember_model_free(rows8);
+        ember_model_free(rows);
+    }
+    if (!compared) printf("     (no avx512 on this CPU: nothing to compare)\n");
+}
 
 /* A GGUF converts at load like a Hugging Face directory does. */
 static void test_gguf_converts_at_load(void)
@@ -703,6 +742,7 @@ int main(int argc, char **argv)
     RUN(test_bf16_matches_source);
     RUN(test_f16_matches_convert_at_load);
     RUN(test_f32_matches_convert_at_load);
+    RUN(test_interleaved_layout_same_logits);
     RUN(test_gguf_converts_at_load);
     RUN(test_requantize_same_type_is_identity);
     RUN(test_cancel_leaves_no_file);

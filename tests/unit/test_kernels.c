@@ -9,6 +9,7 @@
 #include "kernels/formats.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/rows8.h"
 
 static unsigned rng = 12345u;
 static float frand(void)
@@ -93,7 +94,7 @@ static void gemm_matches_double_reference(void)
                         float *x = malloc((size_t)(T * C) * sizeof(float));
                         float *xf = malloc((size_t)(T * C) * sizeof(float));
                         float *y = malloc((size_t)(T * R) * sizeof(float));
-                        ek_matrix m = {(et_dtype)dt, w, R, C};
+                        ek_matrix m = {(et_dtype)dt, w, R, C, EK_LAYOUT_ROWS};
                         for (int64_t r = 0; r < R; r++) ek_row_to_f32(wf + r * C, &m, r);
                         for (int64_t i = 0; i < T * C; i++) x[i] = frand();
                         /* the activation operand as the kernel sees it */
@@ -138,7 +139,7 @@ static void gemm_matches_double_reference(void)
     CHECK(tested >= 1);
     /* A row view is the same rows of the same matrix. */
     void *w = random_matrix(ET_Q4_0, 5, 64);
-    ek_matrix m = {ET_Q4_0, w, 5, 64}, v = ek_matrix_rows(&m, 2, 3);
+    ek_matrix m = {ET_Q4_0, w, 5, 64, EK_LAYOUT_ROWS}, v = ek_matrix_rows(&m, 2, 3);
     float a[64], b[64];
     ek_row_to_f32(a, &m, 3);
     ek_row_to_f32(b, &v, 1);
@@ -255,7 +256,7 @@ static int simd_case(const ek_kernel_set *k, et_dtype dt, int64_t R, int64_t C, 
     float *xf = malloc((size_t)(T * C) * sizeof(float));
     float *y = malloc((size_t)(T * ys) * sizeof(float));
     float *y0 = malloc((size_t)(T * ys) * sizeof(float));
-    ek_matrix m = {dt, w, R, C};
+    ek_matrix m = {dt, w, R, C, EK_LAYOUT_ROWS};
     for (int64_t r = 0; r < R; r++) ek_row_to_f32(wf + r * C, &m, r);
     for (int64_t i = 0; i < T * C; i++) x[i] = ldexpf(frand(), (int)(i / C % 5) - 2);
     size_t xs = (size_t)C * sizeof(float);
@@ -377,6 +378,113 @@ static int quantize_blocks_agree(const ek_kernel_set *k, const float *x, int64_t
     free(a);
     free(b);
     return ok;
+}
+
+/* The eight-row interleaved layout: packing then unpacking gives back every
+ * row byte for byte, lookups read the same values, and every set's
+ * interleaved gemm (the scalar twin included) equals the scalar row-layout
+ * gemm, over row ranges split at group boundaries as threads split them,
+ * with chunked and unchunked token counts, never writing past its rows. */
+static void rows8_layout_matches_row_layout(void)
+{
+    static const et_dtype dts[] = {ET_Q8_0, ET_Q4_0};
+    static const int64_t rows_list[] = {8, 16, 24, 40, 72};
+    static const int64_t blocks_list[] = {1, 2, 3, 5, 8, 17, 65, 161};
+    static const int tokens_list[] = {1, 2, 3, 5, 8, 9, 16, 17, 33, 70};
+    static const char *const names[] = {"scalar", "avx2", "avx512", "neon"};
+    const ek_kernel_set *ref = ek_kernels_scalar();
+    int interleaved_sets = 0;
+    for (size_t di = 0; di < 2; di++)
+        for (size_t ri = 0; ri < sizeof rows_list / sizeof *rows_list; ri++)
+            for (size_t bi = 0; bi < sizeof blocks_list / sizeof *blocks_list; bi++) {
+                const et_dtype dt = dts[di];
+                const int64_t R = rows_list[ri], C = blocks_list[bi] * EK_QBLOCK;
+                const size_t rb = ek_row_bytes(dt, C);
+                CHECK(ek_rows8_fits(dt, R, C) && !ek_rows8_fits(dt, R + 4, C) &&
+                      !ek_rows8_fits(ET_BF16, R, C));
+                void *w = random_matrix_scaled(dt, R, C);
+                char *w8 = malloc((size_t)R * rb), *row = malloc(rb);
+                for (int64_t g = 0; g < R / 8; g++)
+                    ek_rows8_pack(dt, C, (char *)w + (size_t)g * 8 * rb, rb, w8 + (size_t)g * 8 * rb);
+                ek_matrix m = {dt, w, R, C, EK_LAYOUT_ROWS}, m8 = {dt, w8, R, C, EK_LAYOUT_ROWS8};
+                float *a = malloc((size_t)C * sizeof(float)), *b = malloc((size_t)C * sizeof(float));
+                float *wf = malloc((size_t)(R * C) * sizeof(float));
+                for (int64_t r = 0; r < R; r++) {
+                    ek_row_to_f32(wf + r * C, &m, r);
+                    ek_rows8_unpack_row(&m8, r, row);
+                    CHECK_MSG(!memcmp(row, (char *)w + (size_t)r * rb, rb), "%s row %lld unpacks differently",
+                              ek_format_of(dt)->name, (long long)r);
+                    ek_row_to_f32(a, &m, r);
+                    ek_row_to_f32(b, &m8, r);
+                    CHECK(!memcmp(a, b, (size_t)C * sizeof(float)));
+                }
+                if (R >= 16) {
+                    ek_matrix v = ek_matrix_rows(&m8, 8, R - 8);
+                    ek_row_to_f32(b, &v, 3);
+                    ek_row_to_f32(a, &m, 11);
+                    CHECK(v.layout == EK_LAYOUT_ROWS8 && !memcmp(a, b, (size_t)C * sizeof(float)));
+                }
+                for (size_t ti = 0; ti < sizeof tokens_list / sizeof *tokens_list; ti++) {
+                    const int T = tokens_list[ti];
+                    const int64_t ys = R + 3;
+                    const size_t xs = ek_row_bytes(ET_Q8_0, C);
+                    float *x = malloc((size_t)C * sizeof(float));
+                    float *xf = malloc((size_t)T * C * sizeof(float));
+                    char *xq = malloc((size_t)T * xs);
+                    float *y = malloc((size_t)(T * ys) * sizeof(float));
+                    float *y0 = malloc((size_t)(T * ys) * sizeof(float));
+                    for (int t = 0; t < T; t++) {
+                        for (int64_t c = 0; c < C; c++) x[c] = ldexpf(frand(), t % 5 - 2);
+                        ref->quantize_q8_0(x, xq + (size_t)t * xs, C);
+                        ek_format_of(ET_Q8_0)->to_f32(xq + (size_t)t * xs, xf + (size_t)t * C, C);
+                    }
+                    ref->gemm[dt](y0, ys, &m, 0, R, xq, xs, T);
+                    for (size_t si = 0; si < sizeof names / sizeof *names; si++) {
+                        const ek_kernel_set *k = ek_kernels_by_name(names[si]);
+                        if (!k || !k->gemm_rows8[dt]) continue;
+                        interleaved_sets++;
+                        for (int64_t i = 0; i < T * ys; i++) y[i] = SENTINEL;
+                        const int64_t cut1 = R / 16 * 8, cut2 = R - R / 24 * 8;
+                        k->gemm_rows8[dt](y, ys, &m8, cut1, cut2, xq, xs, T);
+                        k->gemm_rows8[dt](y, ys, &m8, 0, cut1, xq, xs, T);
+                        k->gemm_rows8[dt](y, ys, &m8, cut2, R, xq, xs, T);
+                        int bad = 0;
+                        for (int t = 0; t < T && bad < 3; t++)
+                            for (int64_t r = 0; r < ys && bad < 3; r++) {
+                                float got = y[t * ys + r], want = y0[t * ys + r];
+                                if (r >= R) {
+                                    if (got != SENTINEL) bad++;
+                                    CHECK_MSG(got == SENTINEL, "%s wrote y[%d][%lld] past rows", k->name, t, (long long)r);
+                                    continue;
+                                }
+                                /* the block dots are exact integers: only the fp32
+                                 * order of the scaled sums differs */
+                                double mag = 0;
+                                for (int64_t c = 0; c < C; c++)
+                                    mag += fabs((double)wf[r * C + c] * xf[(size_t)t * C + c]);
+                                double tol = pair_tolerance(mag, C);
+                                if (!(fabs((double)got - want) <= tol)) bad++;
+                                CHECK_MSG(fabs((double)got - want) <= tol,
+                                          "%s rows8 %s %lldx%lld x%d: y[%d][%lld] = %.9g, rows %.9g",
+                                          k->name, ek_format_of(dt)->name, (long long)R, (long long)C,
+                                          T, t, (long long)r, (double)got, (double)want);
+                            }
+                    }
+                    free(x);
+                    free(xf);
+                    free(xq);
+                    free(y);
+                    free(y0);
+                }
+                free(wf);
+                free(a);
+                free(b);
+                free(w);
+                free(w8);
+                free(row);
+                if (check_failures_in_case > 10) return;
+            }
+    CHECK(interleaved_sets > 0);
 }
 
 static void simd_quantize_q8_0_is_bit_identical(void)
@@ -702,6 +810,7 @@ int main(void)
     RUN(best_set_is_runnable);
     RUN(simd_quantize_q8_0_is_bit_identical);
     RUN(simd_sets_match_scalar_twin);
+    RUN(rows8_layout_matches_row_layout);
     RUN(rope_rotates_leading_dims_only);
     RUN(softmax_and_activations);
     RUN(rmsnorm_matches_definition);

@@ -1,0 +1,71 @@
+/* The eight-row interleaved layout of Q8_0 and Q4_0 weight matrices.
+ *
+ * Why: in GGUF's row layout a decode matmul does, per row and block, one
+ * 32-byte integer dot product and then a horizontal sum, an fp16 scale
+ * conversion, a broadcast, a multiply and an add for that row alone. On two
+ * cores that scalar-ish per-row work, not memory, bounded decode. Here eight
+ * rows share every vector: one 256-bit vector holds 4 bytes of each of the
+ * 8 rows, so vpdpbusd against 4 activation bytes broadcast to all lanes
+ * leaves row i's partial dot in lane i, and the 8 rows' scales convert and
+ * multiply as one vector. The per-row work is paid once per 8 rows.
+ *
+ * A matrix in this layout has rows % 8 == 0 and the same size as in rows
+ * (8 * ek_row_bytes per group, so a view of rows [8a, 8b) starts at the same
+ * byte offset as in the row layout). Group g (rows 8g..8g+7), nb blocks:
+ *
+ *   quants: nb x QB bytes, block b at b * QB, as QB / 32 vectors of 32 bytes;
+ *           vector k holds row i's dword k at bytes 4i..4i+3:
+ *             Q8_0 (QB 256, k < 8): q[4k..4k+3] + 128 (unsigned, so the
+ *                   weights are vpdpbusd's unsigned operand as stored)
+ *             Q4_0 (QB 128, k < 4): qs[4k..4k+3] as stored (low nibbles are
+ *                   elements 4k.., high nibbles 16+4k..)
+ *   scales: then nb x 16 bytes, block b's 8 fp16 scales, row i at 2i.
+ *
+ * Converting to and from the row layout is exact (ek_rows8_pack,
+ * ek_rows8_unpack_row). The loader repacks a matrix when the kernel set has a
+ * gemm for it (ek_kernel_set.gemm_rows8); everything that reads weight bytes
+ * other than the gemms goes through this file. */
+#ifndef EMBER_KERNELS_ROWS8_H
+#define EMBER_KERNELS_ROWS8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/matmul.h"
+
+#define EK_ROWS8 8
+
+/* Quant bytes per block and group: 256 for Q8_0, 128 for Q4_0; 0 for a
+ * format the layout does not cover. */
+size_t ek_rows8_block_quants(et_dtype dt);
+
+/* Whether a rows x cols matrix of dt can take the layout. */
+int ek_rows8_fits(et_dtype dt, int64_t rows, int64_t cols);
+
+/* Eight rows in the row layout (row i at src + i * src_stride) into one
+ * group of the interleaved layout at dst (8 * ek_row_bytes(dt, cols)). */
+void ek_rows8_pack(et_dtype dt, int64_t cols, const void *src, size_t src_stride, void *dst);
+
+/* Block b of row r of an interleaved matrix in the row layout's bytes. */
+void ek_rows8_unpack_block(const ek_matrix *w, int64_t r, int64_t b, void *dst);
+
+/* Row r of an interleaved matrix in the row layout (ek_row_bytes bytes). */
+void ek_rows8_unpack_row(const ek_matrix *w, int64_t r, void *dst);
+
+/* Row r of an interleaved matrix as fp32 (an embedding lookup). */
+void ek_rows8_row_to_f32(const ek_matrix *w, int64_t r, float *out);
+
+/* The scalar twins of the interleaved gemms (ek_gemm_fn; rows r0, r1
+ * multiples of 8), the reference the SIMD ones are tested against. */
+void ek_gemm_rows8_q8_0_scalar(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                               const void *x, size_t xs, int nt);
+void ek_gemm_rows8_q4_0_scalar(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                               const void *x, size_t xs, int nt);
+
+/* The avx512 set's (matmul_rows8_avx512.c): AVX-512 VL + VNNI, F16C. */
+void ek_gemm_rows8_q8_0_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                               const void *x, size_t xs, int nt);
+void ek_gemm_rows8_q4_0_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                               const void *x, size_t xs, int nt);
+
+#endif
