@@ -112,9 +112,10 @@ static int run_context(ember_model *model, const ember_session_params *base, int
     out->ctx = ctx;
     if (ember_session_create(model, &sp, &s) != EMBER_OK) return -1;
     out->kv_bytes = ember_session_cache_bytes(s);
-    /* The memory bandwidth of a shared machine drifts over minutes: measure
-     * it right before and right after this context's runs and take the best. */
-    double bw = read_bandwidth((size_t)1 << 30, threads);
+    /* The memory bandwidth of a shared machine drifts, sometimes by 2x within
+     * a minute: each rep's decode is paired with a probe read right after it,
+     * and the roofline fraction is the median of the reps' own fractions. */
+    double bw[16], roof[16];
     size_t kv_read = 0;
     for (int r = 0; r < reps; r++) {
         if (ember_session_bench_fill(s, ctx) != EMBER_OK) goto fail;
@@ -135,17 +136,16 @@ static int run_context(ember_model *model, const ember_session_params *base, int
         pre[r] = n_prompt ? n_prompt / (t1 - t0) : 0.0;
         dec[r] = n_gen / (t3 - t2);
         cli_rss_peak(&out->peak);
+        /* a decode step reads every weight matrix once, one embedding row,
+         * and the cache it attends over (taken mid-run) */
+        out->bytes_per_token = (double)ember_model_weight_bytes(model) + (double)kv_read;
+        bw[r] = read_bandwidth((size_t)1 << 30, threads);
+        roof[r] = bw[r] > 0 ? dec[r] * out->bytes_per_token / (bw[r] * 1e9) : 0.0;
     }
     out->prefill_tok_s = cli_median(pre, reps);
     out->decode_tok_s = cli_median(dec, reps);
-    /* a decode step reads every weight matrix once, one embedding row, and
-     * the cache it attends over (taken mid-run) */
-    out->bytes_per_token = (double)ember_model_weight_bytes(model) + (double)kv_read;
-    double bw_after = read_bandwidth((size_t)1 << 30, threads);
-    out->read_bw_gbs = bw_after > bw ? bw_after : bw;
-    out->roofline = out->read_bw_gbs > 0
-                        ? out->decode_tok_s * out->bytes_per_token / (out->read_bw_gbs * 1e9)
-                        : 0.0;
+    out->read_bw_gbs = cli_median(bw, reps);
+    out->roofline = cli_median(roof, reps);
     ember_session_free(s);
     return 0;
 fail:
