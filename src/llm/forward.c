@@ -106,13 +106,14 @@ void llm_attn_in(llm_work *w, int32_t li, int32_t n)
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(w->h + (int64_t)t * c->hidden, w->x + (int64_t)t * c->hidden, W->attn_norm,
                    c->hidden, c->rms_eps);
-    ek_matmul(&w->exec, q, qkv_dim, w->h, n, &W->wq, W->bq, w->qbuf);
-    ek_matmul(&w->exec, k, qkv_dim, w->h, n, &W->wk, W->bk, w->qbuf);
-    ek_matmul(&w->exec, v, qkv_dim, w->h, n, &W->wv, W->bv, w->qbuf);
-    if (c->gate != SPARK_GATE_NONE) {
-        ek_matmul(&w->exec, w->gate, H, w->h, n, &W->wg, W->bg, w->qbuf);
-        apply_gate(c, w->gate, n);
-    }
+    /* one pass over the normed input for every projection that reads it:
+     * one quantization of it and one split of all their rows over the threads */
+    const ek_matmul_out proj[4] = {{q, qkv_dim, &W->wq, W->bq},
+                                   {k, qkv_dim, &W->wk, W->bk},
+                                   {v, qkv_dim, &W->wv, W->bv},
+                                   {w->gate, H, &W->wg, W->bg}};
+    ek_matmul_many(&w->exec, w->h, n, proj, c->gate != SPARK_GATE_NONE ? 4 : 3, w->qbuf);
+    if (c->gate != SPARK_GATE_NONE) apply_gate(c, w->gate, n);
     for (int32_t t = 0; t < n; t++) {
         const float *ct = w->cos_t[type] + (int64_t)t * half, *st = w->sin_t[type] + (int64_t)t * half;
         for (int32_t hh = 0; hh < H; hh++)
@@ -166,8 +167,9 @@ void llm_mlp(llm_work *w, int32_t li, int32_t n)
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(w->h + (int64_t)t * c->hidden, w->x + (int64_t)t * c->hidden, W->mlp_norm,
                    c->hidden, c->rms_eps);
-    ek_matmul(&w->exec, w->ffn_g, inter, w->h, n, &W->w_gate, W->b_gate, w->qbuf);
-    ek_matmul(&w->exec, w->ffn_u, inter, w->h, n, &W->w_up, W->b_up, w->qbuf);
+    const ek_matmul_out gate_up[2] = {{w->ffn_g, inter, &W->w_gate, W->b_gate},
+                                      {w->ffn_u, inter, &W->w_up, W->b_up}};
+    ek_matmul_many(&w->exec, w->h, n, gate_up, 2, w->qbuf);
     geglu_task task = {w->ffn_g, w->ffn_u, (int64_t)n * inter, w->exec.kernels->glu,
                        w->m->params.gelu == EMBER_GELU_TANH ? EK_GLU_GELU_TANH : EK_GLU_GELU_ERF};
     pool_run(w->exec.pool, run_geglu, &task, 4 * pool_size(w->exec.pool));
