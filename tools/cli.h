@@ -139,6 +139,9 @@ typedef struct cli_rss {
 } cli_rss;
 cli_rss cli_rss_now(void);
 void cli_rss_peak(cli_rss *peak); /* raises *peak to what is resident now */
+/* The machine's read bandwidth in GB/s (1e9 bytes): n_threads threads each
+ * summing their part of a `bytes` buffer (the decode roofline). */
+double cli_read_bandwidth_gbs(size_t bytes, int n_threads);
 
 /* Parses "1,2,3" into a malloc'd array; returns 0 on success. */
 int cli_parse_ids(const char *text, int32_t **ids, size_t *n);

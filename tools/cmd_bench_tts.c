@@ -75,7 +75,10 @@ int cmd_bench_tts(int argc, char **argv)
     tts_request rq = {ids, n_ids, cfg->n_speakers ? cfg->speakers[0].name : NULL,
                       cfg->n_languages ? cfg->languages[0].name : NULL, 0, 1, 0, frames, 0, NULL};
     sp.max_context = (int32_t)n_ids + 16 + frames;
-    double talker[16], pred[16], prefill[16];
+    double talker[16], pred[16], prefill[16], bw[16], roof[16];
+    const double frame_bytes =
+        (double)tts_model_talker_bytes(m) +
+        (double)tts_model_predictor_pass_bytes(m) * (double)(cfg->n_groups - 1);
     uint32_t state = 2463534242u;
     if (tts_session_create(m, &sp, &s) != EMBER_OK) goto fail;
     for (int r = 0; r < reps; r++) {
@@ -92,6 +95,10 @@ int cmd_bench_tts(int argc, char **argv)
         }
         talker[r] = tts_session_talker_ms(s) / frames;
         pred[r] = tts_session_predictor_ms(s) / frames;
+        /* each rep paired with a probe read right after it (the host's
+         * bandwidth drifts): the fraction of the weights' roofline */
+        bw[r] = cli_read_bandwidth_gbs((size_t)1 << 30, sp.n_threads);
+        roof[r] = bw[r] > 0 ? frame_bytes / (1e-3 * (talker[r] + pred[r])) / (bw[r] * 1e9) : 0.0;
     }
     size_t anon, file;
     cli_rss r_now = cli_rss_now();
@@ -99,20 +106,22 @@ int cmd_bench_tts(int argc, char **argv)
     file = r_now.file;
     const char *const type_names[] = {"as stored", "f32", "f16", "bf16", "q8_0", "q4_0"};
     double tm = cli_median(talker, reps), pm = cli_median(pred, reps), pf = cli_median(prefill, reps);
+    double bwm = cli_median(bw, reps), rf = cli_median(roof, reps);
     if (json)
         printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, "
                "\"frames\": %d, \"reps\": %d, \"load_s\": %.3f, \"prompt_positions\": %d, "
                "\"prefill_ms\": %.3f, \"talker_ms_per_frame\": %.3f, \"predictor_ms_per_frame\": %.3f, "
                "\"total_ms_per_frame\": %.3f, \"realtime_factor\": %.4f, \"talker_bytes_per_frame\": %zu, "
-               "\"predictor_bytes_per_frame\": %zu, \"rss_anon_bytes\": %zu, \"rss_file_bytes\": %zu}\n",
+               "\"predictor_bytes_per_frame\": %zu, \"read_bw_gbs\": %.3f, \"roofline_fraction\": %.4f, "
+               "\"rss_anon_bytes\": %zu, \"rss_file_bytes\": %zu}\n",
                dir, m->kernels->name, type_names[mp.weight_type], sp.n_threads, frames, reps, load_s,
                tts_session_prompt_length(s), pf, tm, pm, tm + pm, (tm + pm) / 80.0,
                tts_model_talker_bytes(m), tts_model_predictor_pass_bytes(m) * (size_t)(cfg->n_groups - 1),
-               anon, file);
+               bwm, rf, anon, file);
     else
         printf("talker %.2f ms/frame, predictor %.2f ms/frame, total %.2f ms per 80 ms frame "
-               "(prefill %.1f ms, RSS anon %.1f MB file %.1f MB)\n",
-               tm, pm, tm + pm, pf, (double)anon / 1e6, (double)file / 1e6);
+               "(prefill %.1f ms, %.2f of the %.1f GB/s roofline, RSS anon %.1f MB file %.1f MB)\n",
+               tm, pm, tm + pm, pf, rf, bwm, (double)anon / 1e6, (double)file / 1e6);
     rc = 0;
     goto done;
 fail:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `ember bench llm` runs on the tiny model and reports every documented key
-# per context (no timing is asserted: these machines are shared and noisy).
+# per context, and `ember bench tts-codes` its per-frame keys (no timing is
+# asserted: these machines are shared and noisy).
 source "$(dirname "$0")/lib.sh"
 json=$("$EMBER" bench llm -m models/tiny --ctx 0,40 --prompt 8 --gen 4 --reps 1 --json 2>&1)
 missing=""
@@ -18,4 +19,16 @@ hyb=$("$EMBER" bench llm -m models/tiny --ctx 100 --prompt 0 --gen 2 --reps 1 --
 if [ -n "$(kv "$hyb")" ] && [ "$(kv "$hyb")" -lt "$(kv "$full")" ]; then pass bench_hybrid_cache_smaller
 else fail bench_hybrid_cache_smaller "hybrid $(kv "$hyb") vs full $(kv "$full")"; fi
 expect_error bench_needs_llm "usage" "$EMBER" bench tts
+# `ember bench tts-codes`: the per-frame figures and the roofline they reach
+# (bytes per frame over the probe's bandwidth: positive and finite)
+json=$("$EMBER" bench tts-codes -m models/tts-tiny --frames 3 --reps 2 --threads 2 --json 2>&1)
+if $PY -c '
+import json, sys
+d = json.loads(sys.argv[1])
+keys = ["talker_ms_per_frame", "predictor_ms_per_frame", "total_ms_per_frame", "talker_bytes_per_frame",
+        "predictor_bytes_per_frame", "read_bw_gbs", "roofline_fraction"]
+ok = all(k in d and d[k] > 0 for k in keys)
+ok = ok and abs(d["total_ms_per_frame"] - d["talker_ms_per_frame"] - d["predictor_ms_per_frame"]) < 0.01
+sys.exit(0 if ok else 1)' "$json"; then pass bench_tts_codes_keys
+else fail bench_tts_codes_keys "$json"; fi
 exit $e2e_failed
