@@ -13,6 +13,13 @@
  * The activation side of a block (its scale, and minus the weight offset
  * times the sum of its bytes, which vpdpbusd's unsigned weights need) is
  * computed once per block and token into a small table.
+ *
+ * Up to 8 tokens (decode, a server's batched step) a thread walks its groups
+ * one after the other, whole rows at a time: one sequential stream, which
+ * the hardware prefetcher follows at full speed; the tokens go two at a time
+ * over each group while it sits in L1. More tokens (prefill) walk panels of
+ * 4 groups in chunks of blocks that fit L1, two tokens per tile, each weight
+ * vector serving 8 dot products.
  * 256-bit vectors: on Zen 4, 512-bit operations run as two halves, and
  * 256 bits keep the same code valid for a future AVX-VNNI (VEX) set. */
 #include "kernels/rows8.h"
@@ -23,9 +30,7 @@
 
 #include "kernels/formats.h"
 
-#define TARGET                                                                                     \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,"                         \
-                          "f16c")))
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) TARGET
 
 static inline uint32_t ld32(const void *p)
@@ -44,8 +49,9 @@ typedef struct r8_act {
 
 /* The table holds this many (token, block) entries: 32 KiB on the stack. */
 enum { R8_ACT_MAX = 4096 };
-/* Groups per panel (32 rows), and tokens per tile. */
-enum { R8_G = 4, R8_T = 2 };
+/* Groups per panel for many tokens (32 rows), tokens per tile, and the
+ * token count up to which groups go one at a time. */
+enum { R8_G = 4, R8_T = 2, R8_FEW_TOKENS = 8 };
 
 static TARGET void fill_act(r8_act *act, int kc, const char *x, size_t xs, int nt, int64_t b0,
                             int64_t nb, int q4)
@@ -65,76 +71,80 @@ static TARGET void fill_act(r8_act *act, int kc, const char *x, size_t xs, int n
     }
 }
 
-/* G groups (8G rows from wq/ws on) x T tokens over blocks [0, nb) of the
- * chunk: y[t][8g + i] (+)= sum over blocks. wq and ws point at the chunk's
- * first block of the first group; x at the first token's chunk start. */
-INLINE void r8_tile(float *y, int64_t ys, const uint8_t *wq, const uint8_t *ws, size_t gbytes,
-                    const r8_act *act, int kc, const char *x, size_t xs, int64_t nb, int add,
-                    const uint8_t *pf, size_t pf_step, const int G, const int T, const int q4)
+/* G groups (8G rows from w on, gbytes apart) x T tokens over blocks
+ * [0, nb) of the chunk: y[t][8g + i] (+)= the sum over those blocks. w
+ * points at the chunk's first block of the first group, x at the first
+ * token's chunk start, act at the first token's table row. */
+INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const r8_act *act,
+                    int kc, const char *x, size_t xs, int64_t nb, int add, size_t pf,
+                    const int G, const int T, const int q4)
 {
-    const size_t qb = q4 ? 128 : 256;
+    const size_t bs = EK_ROWS8_SCALES + (q4 ? 128 : 256); /* block stride */
     __m256 acc[R8_G][R8_T];
     _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
-        _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) acc[g][j] =
-            add ? _mm256_loadu_ps(y + j * ys + 8 * g) : _mm256_setzero_ps();
-    const __m256i m0f = _mm256_set1_epi8(0x0f);
-    for (int64_t b = 0; b < nb; b++) {
-        if (pf)
-            for (size_t o = 0; o < pf_step; o += 64)
-                _mm_prefetch((const char *)pf + (size_t)b * pf_step + o, _MM_HINT_T1);
-        const int8_t *xq[R8_T];
-        __m256i ia[R8_G][R8_T];
         _Pragma("GCC unroll 2") for (int j = 0; j < T; j++)
-        {
+            acc[g][j] = add ? _mm256_loadu_ps(y + j * ys + 8 * g) : _mm256_setzero_ps();
+    const __m256i m0f = _mm256_set1_epi8(0x0f), mf0 = _mm256_set1_epi8((char)0xf0);
+    for (int64_t b = 0; b < nb; b++) {
+        /* two int32 chains per group and token (even and odd dwords, or low
+         * and high nibbles), so a block's dot is 4 dependent vpdpbusd deep,
+         * not 8: one group at a time would otherwise wait on their latency */
+        const int8_t *xq[R8_T];
+        __m256i ia[R8_G][R8_T], ib[R8_G][R8_T];
+        _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
             xq[j] = ((const ek_block_q8_0 *)(x + (size_t)j * xs))[b].q;
-            _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) ia[g][j] =
-                _mm256_set1_epi32(act[j * kc + b].corr);
+            _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
+                ia[g][j] = _mm256_set1_epi32(act[j * kc + b].corr);
+                ib[g][j] = _mm256_setzero_si256();
+            }
         }
+        const uint8_t *blk = w + (size_t)b * bs; /* group g's block at + g * gbytes */
+        if (pf)
+            for (size_t o = 0; o < bs; o += 64) _mm_prefetch((const char *)blk + pf + o, _MM_HINT_T1);
         if (!q4) {
-            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-            {
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
                 __m256i xk[R8_T];
-                _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) xk[j] =
-                    _mm256_set1_epi32((int)ld32(xq[j] + 4 * k));
-                _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
-                {
+                _Pragma("GCC unroll 2") for (int j = 0; j < T; j++)
+                    xk[j] = _mm256_set1_epi32((int)ld32(xq[j] + 4 * k));
+                _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
                     __m256i wv = _mm256_loadu_si256(
-                        (const __m256i *)(wq + (size_t)g * gbytes + (size_t)b * qb + 32 * k));
-                    _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) ia[g][j] =
-                        _mm256_dpbusd_epi32(ia[g][j], wv, xk[j]);
+                        (const __m256i *)(blk + (size_t)g * gbytes + EK_ROWS8_SCALES + 32 * k));
+                    _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
+                        if (k & 1) ib[g][j] = _mm256_dpbusd_epi32(ib[g][j], wv, xk[j]);
+                        else ia[g][j] = _mm256_dpbusd_epi32(ia[g][j], wv, xk[j]);
+                    }
                 }
             }
         } else {
-            /* dword k: low nibbles are elements 4k.., high ones 16 + 4k.. */
-            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-            {
+            /* dword k: low nibbles are elements 4k.., high ones 16 + 4k..;
+             * the high nibbles stay in place (16x their value, one AND
+             * instead of a shift and an AND) and their chain is divided by
+             * 16 once per block, exactly */
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
                 __m256i xl[R8_T], xh[R8_T];
-                _Pragma("GCC unroll 2") for (int j = 0; j < T; j++)
-                {
+                _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
                     xl[j] = _mm256_set1_epi32((int)ld32(xq[j] + 4 * k));
                     xh[j] = _mm256_set1_epi32((int)ld32(xq[j] + 16 + 4 * k));
                 }
-                _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
-                {
+                _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
                     __m256i v = _mm256_loadu_si256(
-                        (const __m256i *)(wq + (size_t)g * gbytes + (size_t)b * qb + 32 * k));
+                        (const __m256i *)(blk + (size_t)g * gbytes + EK_ROWS8_SCALES + 32 * k));
                     __m256i lo = _mm256_and_si256(v, m0f);
-                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
-                    _Pragma("GCC unroll 2") for (int j = 0; j < T; j++)
-                    {
+                    __m256i hi = _mm256_and_si256(v, mf0);
+                    _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
                         ia[g][j] = _mm256_dpbusd_epi32(ia[g][j], lo, xl[j]);
-                        ia[g][j] = _mm256_dpbusd_epi32(ia[g][j], hi, xh[j]);
+                        ib[g][j] = _mm256_dpbusd_epi32(ib[g][j], hi, xh[j]);
                     }
                 }
             }
         }
-        _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
-        {
-            __m256 dw = _mm256_cvtph_ps(
-                _mm_loadu_si128((const __m128i *)(ws + (size_t)g * gbytes + (size_t)b * 16)));
-            _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) acc[g][j] =
-                _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[g][j]),
-                                _mm256_mul_ps(dw, _mm256_set1_ps(act[j * kc + b].d)), acc[g][j]);
+        _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
+            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + (size_t)g * gbytes)));
+            _Pragma("GCC unroll 2") for (int j = 0; j < T; j++)
+                acc[g][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(
+                                                ia[g][j], q4 ? _mm256_srai_epi32(ib[g][j], 4) : ib[g][j])),
+                                            _mm256_mul_ps(dw, _mm256_set1_ps(act[j * kc + b].d)),
+                                            acc[g][j]);
         }
     }
     _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
@@ -142,31 +152,33 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *wq, const uint8_t *ws, 
             _mm256_storeu_ps(y + j * ys + 8 * g, acc[g][j]);
 }
 
-typedef void (*r8_tile_fn)(float *y, int64_t ys, const uint8_t *wq, const uint8_t *ws,
-                           size_t gbytes, const r8_act *act, int kc, const char *x, size_t xs,
-                           int64_t nb, int add, const uint8_t *pf, size_t pf_step);
-#define R8_TILE(G, T, Q4)                                                                          \
-    static TARGET void r8_##G##_##T##_##Q4(float *y, int64_t ys, const uint8_t *wq,                \
-                                           const uint8_t *ws, size_t gbytes, const r8_act *act,    \
-                                           int kc, const char *x, size_t xs, int64_t nb, int add,  \
-                                           const uint8_t *pf, size_t pf_step)                      \
-    {                                                                                              \
-        r8_tile(y, ys, wq, ws, gbytes, act, kc, x, xs, nb, add, pf, pf_step, G, T, Q4);            \
+typedef void (*r8_tile_fn)(float *y, int64_t ys, const uint8_t *w, size_t gbytes,
+                           const r8_act *act, int kc, const char *x, size_t xs, int64_t nb,
+                           int add, size_t pf);
+#define R8_TILE(G, T, Q4)                                                                      \
+    static TARGET void r8_##G##_##T##_##Q4(float *y, int64_t ys, const uint8_t *w, size_t gbytes, \
+                                           const r8_act *act, int kc, const char *x, size_t xs, \
+                                           int64_t nb, int add, size_t pf)                      \
+    {                                                                                          \
+        r8_tile(y, ys, w, gbytes, act, kc, x, xs, nb, add, pf, G, T, Q4);                      \
     }
-R8_TILE(4, 2, 0) R8_TILE(4, 1, 0) R8_TILE(1, 2, 0) R8_TILE(1, 1, 0)
-R8_TILE(4, 2, 1) R8_TILE(4, 1, 1) R8_TILE(1, 2, 1) R8_TILE(1, 1, 1)
-/* [q4][full panel?][two tokens?] */
-static const r8_tile_fn r8_tiles[2][2][2] = {
-        {{r8_1_1_0, r8_1_2_0}, {r8_4_1_0, r8_4_2_0}},
-        {{r8_1_1_1, r8_1_2_1}, {r8_4_1_1, r8_4_2_1}},
+R8_TILE(4, 2, 0) R8_TILE(4, 1, 0) R8_TILE(2, 2, 0) R8_TILE(2, 1, 0) R8_TILE(1, 2, 0) R8_TILE(1, 1, 0)
+R8_TILE(4, 2, 1) R8_TILE(4, 1, 1) R8_TILE(2, 2, 1) R8_TILE(2, 1, 1) R8_TILE(1, 2, 1) R8_TILE(1, 1, 1)
+/* [q4][groups: 1, 2, 4][two tokens?] */
+static const r8_tile_fn r8_tiles[2][3][2] = {
+    {{r8_1_1_0, r8_1_2_0}, {r8_2_1_0, r8_2_2_0}, {r8_4_1_0, r8_4_2_0}},
+    {{r8_1_1_1, r8_1_2_1}, {r8_2_1_1, r8_2_2_1}, {r8_4_1_1, r8_4_2_1}},
 };
+#ifndef R8_FEW_G
+#define R8_FEW_G 1
+#endif
 
-/* Decode streams each panel (4 groups, contiguous) from DRAM once; its 8
- * short streams (quants and scales of each group) start too briefly for
- * the hardware prefetcher, so a tile prefetches the panel this many ahead
- * into L2 while it works, in step with its own blocks. */
-#ifndef R8_PF_PANELS
-#define R8_PF_PANELS 1
+/* Few tokens stream each group from memory once. The hardware prefetcher
+ * follows the one stream from DRAM, but brings L3 hits (a matrix that fits
+ * there, as the speech predictor's small ones partly do) into L2 late; the
+ * first token tile prefetches this many groups ahead, at its own pace. */
+#ifndef R8_PF_GROUPS
+#define R8_PF_GROUPS 1
 #endif
 
 /* Blocks per chunk when many tokens pass over the weights: a panel of 4
@@ -179,18 +191,19 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
     r8_act act[R8_ACT_MAX];
     const char *x = xv;
     const int64_t nbt = w->cols / EK_QBLOCK;
-    const size_t rb = ek_row_bytes(w->dtype, w->cols), gbytes = EK_ROWS8 * rb;
-    const size_t qb = ek_rows8_block_quants(w->dtype);
+    const size_t gbytes = EK_ROWS8 * ek_row_bytes(w->dtype, w->cols);
+    const size_t bs = EK_ROWS8_SCALES + ek_rows8_block_quants(w->dtype);
     const uint8_t *data = w->data;
-    /* Few tokens (decode): whole rows per chunk, so each group is one
-     * sequential stream. Many: chunks whose panel fits L1. */
+    /* Few tokens: whole rows, one group at a time. Many: panels of R8_G
+     * groups over chunks of blocks that fit L1. */
+    const int few = nt <= R8_FEW_TOKENS;
     int64_t kc;
     int tp;
-    if (nt <= 8) {
+    if (few) {
         kc = nbt < R8_ACT_MAX / nt ? nbt : R8_ACT_MAX / nt;
         tp = nt;
     } else {
-        kc = (int64_t)(R8_KC_BYTES / (R8_G * gbytes / nbt));
+        kc = (int64_t)(R8_KC_BYTES / (R8_G * bs));
         kc = kc < 4 ? 4 : kc > nbt ? nbt : kc;
         tp = (int)(R8_ACT_MAX / kc);
     }
@@ -200,20 +213,15 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
             const int64_t nb = nbt - b0 < kc ? nbt - b0 : kc;
             fill_act(act, (int)kc, x + (size_t)t0 * xs, xs, T, b0, nb, q4);
             for (int64_t r = r0; r < r1;) {
-                const int full = r1 - r >= 8 * R8_G;
-                const uint8_t *g0 = data + (size_t)(r / EK_ROWS8) * gbytes;
-                const uint8_t *wq = g0 + (size_t)b0 * qb, *ws = g0 + (size_t)nbt * qb + b0 * 16;
-                /* whole rows: the panel PF_PANELS ahead, at the same pace */
-                const size_t panel = (size_t)(full ? R8_G : 1) * gbytes;
-                const uint8_t *pf = kc == nbt ? g0 + R8_PF_PANELS * panel : NULL;
-                for (int t = 0; t < T; t += R8_T) {
-                    const int two = T - t >= 2;
-                    r8_tiles[q4][full][two](
-                        y + (int64_t)(t0 + t) * ys + r, ys, wq, ws, gbytes, act + t * kc, (int)kc,
+                const int G = few ? (r1 - r >= 8 * R8_FEW_G ? R8_FEW_G : 1)
+                                  : (r1 - r >= 8 * R8_G ? R8_G : 1);
+                const uint8_t *wb = data + (size_t)(r / EK_ROWS8) * gbytes + (size_t)b0 * bs;
+                for (int t = 0; t < T; t += R8_T)
+                    r8_tiles[q4][G == 4 ? 2 : G == 2][T - t >= 2](
+                        y + (int64_t)(t0 + t) * ys + r, ys, wb, gbytes, act + t * kc, (int)kc,
                         x + (size_t)(t0 + t) * xs + (size_t)b0 * sizeof(ek_block_q8_0), xs, nb,
-                        b0 > 0, t ? NULL : pf, panel / (size_t)nbt);
-                }
-                r += full ? 8 * R8_G : 8;
+                        b0 > 0, few && !t ? R8_PF_GROUPS * gbytes : 0);
+                r += 8 * G;
             }
         }
     }
