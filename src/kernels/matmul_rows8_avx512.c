@@ -169,8 +169,13 @@ static const r8_tile_fn r8_tiles[2][3][2] = {
     {{r8_1_1_0, r8_1_2_0}, {r8_2_1_0, r8_2_2_0}, {r8_4_1_0, r8_4_2_0}},
     {{r8_1_1_1, r8_1_2_1}, {r8_2_1_1, r8_2_2_1}, {r8_4_1_1, r8_4_2_1}},
 };
-#ifndef R8_FEW_G
-#define R8_FEW_G 1
+/* Groups per tile by token count: one at a time up to R8_STREAM_TOKENS
+ * (the single stream that decode, memory bound, wants), else 4 side by side,
+ * so each activation broadcast serves 4 groups: a batched step of 3..8
+ * tokens is bound by those operations more than by memory (measured, 1.7B
+ * q4_0, 8 rows: 106 tok/s one group at a time, 121 four). */
+#ifndef R8_STREAM_TOKENS
+#define R8_STREAM_TOKENS 2
 #endif
 
 /* Few tokens stream each group from memory once. The hardware prefetcher
@@ -213,8 +218,7 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
             const int64_t nb = nbt - b0 < kc ? nbt - b0 : kc;
             fill_act(act, (int)kc, x + (size_t)t0 * xs, xs, T, b0, nb, q4);
             for (int64_t r = r0; r < r1;) {
-                const int G = few ? (r1 - r >= 8 * R8_FEW_G ? R8_FEW_G : 1)
-                                  : (r1 - r >= 8 * R8_G ? R8_G : 1);
+                const int G = nt > R8_STREAM_TOKENS && r1 - r >= 8 * R8_G ? R8_G : 1;
                 const uint8_t *wb = data + (size_t)(r / EK_ROWS8) * gbytes + (size_t)b0 * bs;
                 for (int t = 0; t < T; t += R8_T)
                     r8_tiles[q4][G == 4 ? 2 : G == 2][T - t >= 2](
