@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/status.h"
 #include "kernels/formats.h"
@@ -137,6 +138,7 @@ static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, 
             src_stride = out_row;
         }
         if (rows8) ek_rows8_pack(target, m->cols, src, src_stride, out);
+        else if (!convert) memcpy(out, src, in_row); /* a plain copy */
     }
     free(row);
     free(group);
