@@ -129,6 +129,9 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const
                 _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
                     __m256i v = _mm256_loadu_si256(
                         (const __m256i *)(blk + (size_t)g * gbytes + EK_ROWS8_SCALES + 32 * k));
+                    /* one load for both ANDs: the compiler would fold it into
+                     * each, and loads, not ALU operations, bound this loop */
+                    __asm__("" : "+v"(v));
                     __m256i lo = _mm256_and_si256(v, m0f);
                     __m256i hi = _mm256_and_si256(v, mf0);
                     _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
