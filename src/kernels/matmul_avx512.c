@@ -51,13 +51,6 @@ const ek_kernel_set *ek_kernels_avx512(void);
  * arrays live in registers. */
 #define INLINE static inline __attribute__((always_inline)) TARGET
 
-static inline uint32_t ld32(const void *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 /* Decode streams each weight byte once, from DRAM. Rows [r, r + R) are one
  * contiguous region, but a tile walks it as R interleaved short streams,
  * which the hardware prefetcher picks up late; so while a tile works through

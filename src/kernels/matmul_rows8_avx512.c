@@ -29,16 +29,10 @@
 #include <string.h>
 
 #include "kernels/formats.h"
+#include "kernels/simd_common.h"
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) TARGET
-
-static inline uint32_t ld32(const void *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
 
 /* A token's block: its fp32 scale, and -offset * sum(q) to start the int32
  * dot at (offset 128 for Q8_0 weights stored as q + 128, 8 for Q4_0). */

@@ -17,6 +17,14 @@ static inline uint16_t ld16(const void *p)
     return v;
 }
 
+/* A 32-bit load from a possibly unaligned address (4 quant bytes). */
+static inline uint32_t ld32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
 /* The float-format gemm driver: rows outer, tokens inner, so a 4-row strip
  * of weights stays in L1/L2 while every token passes over it and the weights
  * stream from memory once per call. TILE(y, ys, wd, rb, r, xd, xs, t, n, R, T)
