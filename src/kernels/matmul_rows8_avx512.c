@@ -159,12 +159,12 @@ typedef void (*r8_tile_fn)(float *y, int64_t ys, const uint8_t *w, size_t gbytes
     {                                                                                          \
         r8_tile(y, ys, w, gbytes, act, kc, x, xs, nb, add, pf, G, T, Q4);                      \
     }
-R8_TILE(4, 2, 0) R8_TILE(4, 1, 0) R8_TILE(2, 2, 0) R8_TILE(2, 1, 0) R8_TILE(1, 2, 0) R8_TILE(1, 1, 0)
-R8_TILE(4, 2, 1) R8_TILE(4, 1, 1) R8_TILE(2, 2, 1) R8_TILE(2, 1, 1) R8_TILE(1, 2, 1) R8_TILE(1, 1, 1)
-/* [q4][groups: 1, 2, 4][two tokens?] */
-static const r8_tile_fn r8_tiles[2][3][2] = {
-    {{r8_1_1_0, r8_1_2_0}, {r8_2_1_0, r8_2_2_0}, {r8_4_1_0, r8_4_2_0}},
-    {{r8_1_1_1, r8_1_2_1}, {r8_2_1_1, r8_2_2_1}, {r8_4_1_1, r8_4_2_1}},
+R8_TILE(4, 2, 0) R8_TILE(4, 1, 0) R8_TILE(1, 2, 0) R8_TILE(1, 1, 0)
+R8_TILE(4, 2, 1) R8_TILE(4, 1, 1) R8_TILE(1, 2, 1) R8_TILE(1, 1, 1)
+/* [q4][4 groups?][two tokens?] */
+static const r8_tile_fn r8_tiles[2][2][2] = {
+    {{r8_1_1_0, r8_1_2_0}, {r8_4_1_0, r8_4_2_0}},
+    {{r8_1_1_1, r8_1_2_1}, {r8_4_1_1, r8_4_2_1}},
 };
 /* Groups per tile by token count: one at a time up to R8_STREAM_TOKENS
  * (the single stream that decode, memory bound, wants), else 4 side by side,
@@ -196,8 +196,9 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
     const size_t gbytes = EK_ROWS8 * ek_row_bytes(w->dtype, w->cols);
     const size_t bs = EK_ROWS8_SCALES + ek_rows8_block_quants(w->dtype);
     const uint8_t *data = w->data;
-    /* Few tokens: whole rows, one group at a time. Many: panels of R8_G
-     * groups over chunks of blocks that fit L1. */
+    /* Few tokens: whole rows (1-2 tokens one group at a time, 3..8 four
+     * side by side). Many: panels of R8_G groups over chunks of blocks that
+     * fit L1. */
     const int few = nt <= R8_FEW_TOKENS;
     int64_t kc;
     int tp;
@@ -218,10 +219,10 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
                 const int G = nt > R8_STREAM_TOKENS && r1 - r >= 8 * R8_G ? R8_G : 1;
                 const uint8_t *wb = data + (size_t)(r / EK_ROWS8) * gbytes + (size_t)b0 * bs;
                 for (int t = 0; t < T; t += R8_T)
-                    r8_tiles[q4][G == 4 ? 2 : G == 2][T - t >= 2](
+                    r8_tiles[q4][G == R8_G][T - t >= 2](
                         y + (int64_t)(t0 + t) * ys + r, ys, wb, gbytes, act + t * kc, (int)kc,
                         x + (size_t)(t0 + t) * xs + (size_t)b0 * sizeof(ek_block_q8_0), xs, nb,
-                        b0 > 0, few && !t ? R8_PF_GROUPS * gbytes : 0);
+                        b0 > 0, few && G == 1 && !t ? R8_PF_GROUPS * gbytes : 0);
                 r += 8 * G;
             }
         }
