@@ -4,7 +4,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/status.h"
 #include "kernels/formats.h"
@@ -98,9 +97,10 @@ static int wants_rows8(const wt_loader *ld, const ek_matrix *m, et_dtype target)
            ek_rows8_fits(target, m->rows, m->cols);
 }
 
-/* Replaces m's data by a copy in `target` and `layout`, in one of the
- * loader's converted blocks. Rows go through fp32 where the format changes;
- * the interleaved layout takes them 8 at a time through a small buffer. */
+/* Replaces m's data by a copy in `target` and `layout` (at least one of
+ * them new), in one of the loader's converted blocks. Rows go through fp32
+ * where the format changes; the interleaved layout takes them 8 at a time
+ * through a small buffer. */
 static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target,
                                  ek_layout layout)
 {
@@ -138,7 +138,6 @@ static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, 
             src_stride = out_row;
         }
         if (rows8) ek_rows8_pack(target, m->cols, src, src_stride, out);
-        else if (!convert) memcpy(out, src, in_row); /* a plain copy */
     }
     free(row);
     free(group);
@@ -146,11 +145,6 @@ static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, 
     m->data = dst;
     m->layout = layout;
     return EMBER_OK;
-}
-
-ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target)
-{
-    return place_matrix(ld, name, m, target, EK_LAYOUT_ROWS);
 }
 
 /* matmul: the matrix feeds gemms (and may be interleaved); else it is only

@@ -22,7 +22,7 @@ typedef struct wt_loader {
     et_dtype convert_to;  /* ET_DTYPE_COUNT: keep the file's formats */
     int kept_mapped;      /* set when a matrix still points into a file mapping */
     /* Converted matrices are packed into large huge-page blocks (see
-     * wt_convert_matrix); zero-initialize. */
+     * place_matrix in weights.c); zero-initialize. */
     char *block;
     size_t block_used, block_size;
     /* the model's kernel set: its row conversions and Q8_0 quantizer (bit-
@@ -44,10 +44,6 @@ ember_status wt_fetch(wt_loader *ld, const char *name, int64_t rows, int64_t col
 /* The same for any number of dimensions (conv weights are 3-D). */
 ember_status wt_fetch_shape(wt_loader *ld, const char *name, int n_dims, const int64_t *shape,
                             const et_tensor **out);
-
-/* Replaces m's data by a copy in `target` (row by row through fp32), placed
- * in one of the loader's converted blocks. */
-ember_status wt_convert_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target);
 
 /* Binds a [rows, cols] matrix, converted to ld->convert_to when one is set,
  * and in the eight-row interleaved layout (kernels/rows8.h) when the
