@@ -70,7 +70,7 @@ static TARGET void fill_act(r8_act *act, int kc, const char *x, size_t xs, int n
  * points at the chunk's first block of the first group, x at the first
  * token's chunk start, act at the first token's table row. */
 INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const r8_act *act,
-                    int kc, const char *x, size_t xs, int64_t nb, int add, size_t pf,
+                    int kc, const char *x, size_t xs, int64_t nb, int add,
                     const int G, const int T, const int q4)
 {
     const size_t bs = EK_ROWS8_SCALES + (q4 ? 128 : 256); /* block stride */
@@ -93,8 +93,6 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const
             }
         }
         const uint8_t *blk = w + (size_t)b * bs; /* group g's block at + g * gbytes */
-        if (pf)
-            for (size_t o = 0; o < bs; o += 64) _mm_prefetch((const char *)blk + pf + o, _MM_HINT_T1);
         if (!q4) {
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
                 __m256i xk[R8_T];
@@ -151,13 +149,13 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const
 
 typedef void (*r8_tile_fn)(float *y, int64_t ys, const uint8_t *w, size_t gbytes,
                            const r8_act *act, int kc, const char *x, size_t xs, int64_t nb,
-                           int add, size_t pf);
+                           int add);
 #define R8_TILE(G, T, Q4)                                                                      \
     static TARGET void r8_##G##_##T##_##Q4(float *y, int64_t ys, const uint8_t *w, size_t gbytes, \
                                            const r8_act *act, int kc, const char *x, size_t xs, \
-                                           int64_t nb, int add, size_t pf)                      \
+                                           int64_t nb, int add)                                 \
     {                                                                                          \
-        r8_tile(y, ys, w, gbytes, act, kc, x, xs, nb, add, pf, G, T, Q4);                      \
+        r8_tile(y, ys, w, gbytes, act, kc, x, xs, nb, add, G, T, Q4);                          \
     }
 R8_TILE(4, 2, 0) R8_TILE(4, 1, 0) R8_TILE(1, 2, 0) R8_TILE(1, 1, 0)
 R8_TILE(4, 2, 1) R8_TILE(4, 1, 1) R8_TILE(1, 2, 1) R8_TILE(1, 1, 1)
@@ -175,13 +173,12 @@ static const r8_tile_fn r8_tiles[2][2][2] = {
 #define R8_STREAM_TOKENS 2
 #endif
 
-/* Few tokens stream each group from memory once. The hardware prefetcher
- * follows the one stream from DRAM, but brings L3 hits (a matrix that fits
- * there, as the speech predictor's small ones partly do) into L2 late; the
- * first token tile prefetches this many groups ahead, at its own pace. */
-#ifndef R8_PF_GROUPS
-#define R8_PF_GROUPS 1
-#endif
+/* Few tokens stream each group from memory once, and the hardware
+ * prefetcher alone follows that stream. No software prefetch: one group
+ * ahead to L2 (_MM_HINT_T1) cost 8-34% of the streaming rate from DRAM and
+ * 10% from L3 (Zen 4; in-process A/B alternating both builds, 6144x2048 and
+ * 2048x6144, Q8_0 and Q4_0, 2 threads: with it 0.69-0.93 of a plain read,
+ * without it 0.94-1.00); T0, NTA and half the distance were no better. */
 
 /* Blocks per chunk when many tokens pass over the weights: a panel of 4
  * groups x KC blocks (~17 KiB) stays in L1 while every token tile reads it. */
@@ -222,7 +219,7 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
                     r8_tiles[q4][G == R8_G][T - t >= 2](
                         y + (int64_t)(t0 + t) * ys + r, ys, wb, gbytes, act + t * kc, (int)kc,
                         x + (size_t)(t0 + t) * xs + (size_t)b0 * sizeof(ek_block_q8_0), xs, nb,
-                        b0 > 0, few && G == 1 && !t ? R8_PF_GROUPS * gbytes : 0);
+                        b0 > 0);
                 r += 8 * G;
             }
         }
