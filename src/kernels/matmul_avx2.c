@@ -36,7 +36,9 @@ const ek_kernel_set *ek_kernels_avx2(void);
  * R interleaved short streams, which the hardware prefetcher picks up late,
  * so it prefetches (into L2) the region two tiles further on at its own
  * pace, `step` bytes per step. */
+#ifndef PF_AHEAD_TILES
 #define PF_AHEAD_TILES 2
+#endif
 INLINE void prefetch_step(const char *p, const int step)
 {
     _Pragma("GCC unroll 8") for (int o = 0; o < step; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
