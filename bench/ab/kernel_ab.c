@@ -10,7 +10,8 @@
  *
  * A pass is one matmul on each of `copies` copies of the matrix, enough
  * copies to exceed --mb MiB, so that every call streams its weights from
- * DRAM as decode does (a small --mb keeps them in cache instead). Both sides
+ * DRAM as decode does (a small --mb keeps them in cache instead), repeated
+ * until the pass has streamed 64 MiB. Both sides
  * get the same weights and activations, and their outputs are compared: a
  * variant that is fast because it is wrong shows up. */
 #include <math.h>
@@ -186,14 +187,18 @@ int main(int argc, char **argv)
     if (!probe) return 1;
     for (size_t i = 0; i < probe_n; i++) probe[i] = i;
 
+    /* a pass streams at least 64 MiB, so that it is long against the clock
+     * and the pool's start even when a small --mb keeps the matrix in cache */
+    int calls = copies;
+    while ((size_t)calls * side[0]->matrix_bytes(m[0]) < ((size_t)64 << 20)) calls += copies;
     static double gbs[2][MAX_ROUNDS], frac[2][MAX_ROUNDS], ratio[MAX_ROUNDS], bw[MAX_ROUNDS];
     for (int s = 0; s < 2; s++) side[s]->matrix_run(m[s], 0, tokens); /* warm the code */
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k < 2; k++) {
             int s = r & 1 ? 1 - k : k;
             double t0 = now_s();
-            for (int c = 0; c < copies; c++) side[s]->matrix_run(m[s], c, tokens);
-            gbs[s][r] = (double)side[s]->matrix_bytes(m[s]) * copies / (now_s() - t0) / 1e9;
+            for (int c = 0; c < calls; c++) side[s]->matrix_run(m[s], c % copies, tokens);
+            gbs[s][r] = (double)side[s]->matrix_bytes(m[s]) * calls / (now_s() - t0) / 1e9;
         }
         bw[r] = probe_gbs(probe, probe_n, threads);
         for (int s = 0; s < 2; s++) frac[s][r] = gbs[s][r] / bw[r];
@@ -203,8 +208,8 @@ int main(int argc, char **argv)
                     bw[r]);
     }
     printf("{\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"tokens\": %d, \"threads\": %d, "
-           "\"copies\": %d, \"rounds\": %d,\n",
-           dtype, rows, cols, tokens, threads, copies, rounds);
+           "\"copies\": %d, \"calls_per_pass\": %d, \"rounds\": %d,\n",
+           dtype, rows, cols, tokens, threads, copies, calls, rounds);
     for (int s = 0; s < 2; s++)
         printf(" \"%c\": {\"set\": \"%s\", \"layout\": \"%s\", \"bytes\": %zu, \"gbs\": %.2f, "
                "\"probe_fraction\": %.3f},\n",
