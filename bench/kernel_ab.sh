@@ -48,13 +48,14 @@ side() {
   rm -rf "$out"
   CFLAGS="-O2 -g $flags" make -s -C "$src" -j2 BUILD="$out" "$out/libember.a"
   cc -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $flags -I"$src/include" -I"$src/src" \
-    -I"$root/bench/ab" -DAB_SIDE_GET="ab_side_$name" -c "$root/bench/ab/ab_side.c" -o "$out/ab_side.o"
+    -I"$root/bench/ab" -DAB_SIDE_GET="ab_side_$name" -c "$root/bench/ab/ab_side.c" \
+    -o "$out/ab_side.o"
   ld -r -o "$out/whole.o" "$out/ab_side.o" --whole-archive "$out/libember.a"
   objcopy --keep-global-symbol="ab_side_$name" "$out/whole.o" "$work/$name.o"
 }
 side a "$rev_a" "$cflags_a"
 side b "$rev_b" "$cflags_b"
-cc -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$root/bench/ab" \
+cc -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$root/bench/ab" -I"$root/bench" \
   -o "$work/kernel_ab" "$root/bench/ab/kernel_ab.c" "$work/a.o" "$work/b.o" $ldlibs
 echo "A: ${rev_a} ${cflags_a}  B: ${rev_b:-working tree} ${cflags_b}" >&2
 "$work/kernel_ab" "$@"

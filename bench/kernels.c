@@ -27,28 +27,10 @@
 
 #include "base/large_alloc.h"
 #include "base/pool.h"
+#include "bench_stats.h"
 #include "kernels/formats.h"
 #include "kernels/matmul.h"
 #include "kernels/rows8.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* ---- read bandwidth ------------------------------------------------------ */
 
@@ -80,11 +62,11 @@ static double read_bandwidth(ember_pool *pool, uint64_t *buf, int64_t n)
     double v[5];
     run_sum(&t, 0, 1, 0); /* fault everything in */
     for (int r = 0; r < 5; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         pool_run(pool, run_sum, &t, 4 * pool_size(pool));
-        v[r] = (double)n * 8 / (now_s() - t0) / 1e9;
+        v[r] = (double)n * 8 / (bench_now_s() - t0) / 1e9;
     }
-    return median(v, 5);
+    return bench_median(v, 5);
 }
 
 /* ---- gemm ---------------------------------------------------------------- */
@@ -124,15 +106,15 @@ static double cold_gbs(const ek_kernel_set *k, ember_pool *pool, int th, const c
     double v[16];
     for (int rep = 0; rep < reps; rep++) {
         int calls = copies < 8 ? 8 : copies;
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int c = 0; c < calls; c++) {
             ek_matrix m = {dt, w + (size_t)(c % copies) * mbytes, R, C, layout};
             gemm_task t = {k, y, &m, xin, xs, nt};
             pool_run(pool, run_gemm, &t, 4 * (th + 1));
         }
-        v[rep] = (double)mbytes * calls / (now_s() - t0) / 1e9;
+        v[rep] = (double)mbytes * calls / (bench_now_s() - t0) / 1e9;
     }
-    return median(v, reps);
+    return bench_median(v, reps);
 }
 
 typedef struct shape {
@@ -245,12 +227,12 @@ int main(int argc, char **argv)
                         gemm_task t = {k, y, &m, xin, xs, PREFILL_TOKENS};
                         pool_run(pools[th], run_gemm, &t, 4 * (th + 1));
                         for (int rep = 0; rep < preps; rep++) {
-                            double t0 = now_s();
+                            double t0 = bench_now_s();
                             pool_run(pools[th], run_gemm, &t, 4 * (th + 1));
-                            v[rep] =
-                                2.0 * (double)R * (double)C * PREFILL_TOKENS / (now_s() - t0) / 1e9;
+                            const double flops = 2.0 * (double)R * (double)C * PREFILL_TOKENS;
+                            v[rep] = flops / (bench_now_s() - t0) / 1e9;
                         }
-                        double gflops = median(v, preps);
+                        double gflops = bench_median(v, preps);
                         printf("%s    {\"set\": \"%s\", \"dtype\": \"%s\", \"rows\": %lld, "
                                "\"cols\": %lld, \"layout\": \"%s\", \"threads\": %d, "
                                "\"decode_gbs\": %.2f, \"roofline_frac\": %.3f, "

@@ -9,14 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
 #include "text/tokenizer.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double median3(double a, double b, double c)
 {
@@ -60,15 +54,15 @@ int main(int argc, char **argv)
     et_tokenizer *tok = NULL;
     for (int r = 0; r < 3; r++) {
         et_tokenizer_free(tok);
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (et_tokenizer_load(argv[1], &tok) != EMBER_OK) {
             fprintf(stderr, "error: %s\n", ember_last_error());
             return 1;
         }
-        load[r] = now_s() - t0;
+        load[r] = bench_now_s() - t0;
     }
     for (int r = 0; r < 3; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         n_tokens = 0;
         for (size_t i = 0; i < n_docs; i++) {
             int32_t *ids;
@@ -80,7 +74,7 @@ int main(int argc, char **argv)
             n_tokens += n;
             free(ids);
         }
-        enc[r] = now_s() - t0;
+        enc[r] = bench_now_s() - t0;
     }
     double enc_s = median3(enc[0], enc[1], enc[2]);
     printf("{\"corpus_bytes\": %zu, \"documents\": %zu, \"tokens\": %zu, \"ember_mb_s\": %.2f, \"load_ms\": %.1f}\n",

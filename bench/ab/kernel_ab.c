@@ -19,42 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ab_side.h"
+#include "bench_stats.h"
 
 const ab_side *ab_side_a(void);
 const ab_side *ab_side_b(void);
 
 enum { MAX_ROUNDS = 1000 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The q-quantile of v[0..n) (0.5: the median), interpolated. */
-static double quantile(const double *v, int n, double q)
-{
-    double *s = malloc((size_t)n * sizeof *s);
-    if (!s) return NAN;
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    double pos = q * (n - 1), m = s[(int)pos];
-    if ((int)pos + 1 < n) m += (pos - (int)pos) * (s[(int)pos + 1] - s[(int)pos]);
-    free(s);
-    return m;
-}
-
-static double median(const double *v, int n) { return quantile(v, n, 0.5); }
 
 /* ---- the probe: a plain read of a buffer by `threads` threads ----------- */
 
@@ -82,14 +54,14 @@ static double probe_gbs(const uint64_t *buf, size_t n, int threads)
 {
     pthread_t th[64];
     probe_part parts[64];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < threads; i++) {
         parts[i] = (probe_part){buf + n / (size_t)threads * (size_t)i, n / (size_t)threads, 0};
         if (i && pthread_create(&th[i], NULL, probe_thread, &parts[i])) return NAN;
     }
     probe_thread(&parts[0]);
     for (int i = 1; i < threads; i++) pthread_join(th[i], NULL);
-    return (double)n * 8 / (now_s() - t0) / 1e9;
+    return (double)n * 8 / (bench_now_s() - t0) / 1e9;
 }
 
 /* ---- main ----------------------------------------------------------------- */
@@ -196,9 +168,10 @@ int main(int argc, char **argv)
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k < 2; k++) {
             int s = r & 1 ? 1 - k : k;
-            double t0 = now_s();
+            double t0 = bench_now_s();
             for (int c = 0; c < calls; c++) side[s]->matrix_run(m[s], c % copies, tokens);
-            gbs[s][r] = (double)side[s]->matrix_bytes(m[s]) * calls / (now_s() - t0) / 1e9;
+            const double bytes = (double)side[s]->matrix_bytes(m[s]) * calls;
+            gbs[s][r] = bytes / (bench_now_s() - t0) / 1e9;
         }
         bw[r] = probe_gbs(probe, probe_n, threads);
         for (int s = 0; s < 2; s++) frac[s][r] = gbs[s][r] / bw[r];
@@ -214,14 +187,15 @@ int main(int argc, char **argv)
         printf(" \"%c\": {\"set\": \"%s\", \"layout\": \"%s\", \"bytes\": %zu, \"gbs\": %.2f, "
                "\"probe_fraction\": %.3f},\n",
                "AB"[s], side[s]->matrix_set(m[s]), side[s]->matrix_layout(m[s]),
-               side[s]->matrix_bytes(m[s]), median(gbs[s], rounds), median(frac[s], rounds));
+               side[s]->matrix_bytes(m[s]), bench_median(gbs[s], rounds),
+               bench_median(frac[s], rounds));
     /* the outputs' agreement: B against A in dB (null: bit-identical) */
     char snr[32] = "null";
     if (isfinite(snr_db)) snprintf(snr, sizeof snr, "%.1f", snr_db);
     printf(" \"probe_gbs\": %.2f, \"b_over_a\": %.3f, \"b_over_a_q25\": %.3f, "
            "\"b_over_a_q75\": %.3f, \"snr_db\": %s}\n",
-           median(bw, rounds), median(ratio, rounds), quantile(ratio, rounds, 0.25),
-           quantile(ratio, rounds, 0.75), snr);
+           bench_median(bw, rounds), bench_median(ratio, rounds),
+           bench_quantile(ratio, rounds, 0.25), bench_quantile(ratio, rounds, 0.75), snr);
     for (int s = 0; s < 2; s++) side[s]->matrix_free(m[s]);
     free(probe);
     return 0;
