@@ -31,4 +31,18 @@ ok = all(k in d and d[k] > 0 for k in keys)
 ok = ok and abs(d["total_ms_per_frame"] - d["talker_ms_per_frame"] - d["predictor_ms_per_frame"]) < 0.01
 sys.exit(0 if ok else 1)' "$json"; then pass bench_tts_codes_keys
 else fail bench_tts_codes_keys "$json"; fi
+# bench/kernel_ab.sh: the same revision on both sides builds, links (each
+# side's library with its symbols made local), runs, and agrees with itself
+# bit for bit (snr_db null); a timing is printed, never asserted
+ab_work=$(mktemp -d)
+json=$(AB_WORK="$ab_work" bench/kernel_ab.sh --a HEAD --b HEAD -- --dtype q8_0 --shape 64x256 \
+         --mb 1 --rounds 2 2>/dev/null)
+rm -rf "$ab_work"
+if $PY -c '
+import json, sys
+d = json.loads(sys.argv[1])
+ok = d["snr_db"] is None and d["b_over_a"] > 0 and d["A"]["layout"] == d["B"]["layout"]
+ok = ok and d["A"]["bytes"] == 64 * 256 // 32 * 34 and d["rounds"] == 2
+sys.exit(0 if ok else 1)' "$json"; then pass kernel_ab_same_revision_agrees
+else fail kernel_ab_same_revision_agrees "$json"; fi
 exit $e2e_failed
