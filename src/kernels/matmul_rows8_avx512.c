@@ -66,19 +66,14 @@ static TARGET void fill_act(r8_act *act, int kc, const char *x, size_t xs, int n
 }
 
 /* acc + the dot of w (unsigned bytes) with the 4 signed bytes at p, in all
- * 8 lanes. With R8_EMBEDDED_BCAST the broadcast is vpdpbusd's own memory
- * operand (m32bcst) instead of a separate vpbroadcastd. */
-#ifndef R8_EMBEDDED_BCAST
-#define R8_EMBEDDED_BCAST 1
-#endif
+ * 8 lanes, the broadcast being vpdpbusd's own memory operand (m32bcst): where
+ * one group is walked each broadcast serves one vpdpbusd, and a separate
+ * vpbroadcastd for it cost ~6% of the Q4_0 rate from L2 (the compiler does
+ * not fold it). */
 INLINE __m256i dpbusd_bcast(__m256i acc, __m256i w, const void *p)
 {
-#if R8_EMBEDDED_BCAST
     __asm__("vpdpbusd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const uint32_t *)p));
     return acc;
-#else
-    return _mm256_dpbusd_epi32(acc, w, _mm256_set1_epi32((int)ld32(p)));
-#endif
 }
 
 /* G groups (8G rows from w on, gbytes apart) x T tokens over blocks
@@ -96,26 +91,22 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const
             acc[g][j] = add ? _mm256_loadu_ps(y + j * ys + 8 * g) : _mm256_setzero_ps();
     const __m256i m0f = _mm256_set1_epi8(0x0f), mf0 = _mm256_set1_epi8((char)0xf0);
     for (int64_t b = 0; b < nb; b++) {
-        /* NC int32 chains per group and token (dwords k mod NC, or low and
-         * high nibbles of dwords 0-1 and 2-3): one group at a time would
-         * otherwise wait on the latency of 8 dependent vpdpbusd per block.
-         * Four where one group is walked, two when 4 groups are side by
-         * side (their registers would not fit). */
-        const int NC = G == 1 ? 4 : 2;
+        /* two int32 chains per group and token (even and odd dwords, or low
+         * and high nibbles), so a block's dot is 4 dependent vpdpbusd deep,
+         * not 8: one group at a time would otherwise wait on their latency */
         const int8_t *xq[R8_T];
-        __m256i ch[4][R8_G][R8_T];
+        __m256i ia[R8_G][R8_T], ib[R8_G][R8_T];
         _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
             xq[j] = ((const ek_block_q8_0 *)(x + (size_t)j * xs))[b].q;
             _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
-                ch[0][g][j] = _mm256_set1_epi32(act[j * kc + b].corr);
-                _Pragma("GCC unroll 3") for (int c = 1; c < NC; c++)
-                    ch[c][g][j] = _mm256_setzero_si256();
+                ia[g][j] = _mm256_set1_epi32(act[j * kc + b].corr);
+                ib[g][j] = _mm256_setzero_si256();
             }
         }
         const uint8_t *blk = w + (size_t)b * bs; /* group g's block at + g * gbytes */
         if (!q4) {
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
-                __m256i xk[R8_T];
+                __m256i xk[R8_T]; /* several groups share a broadcast */
                 if (G > 1)
                     _Pragma("GCC unroll 2") for (int j = 0; j < T; j++)
                         xk[j] = _mm256_set1_epi32((int)ld32(xq[j] + 4 * k));
@@ -123,7 +114,7 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const
                     __m256i wv = _mm256_loadu_si256(
                         (const __m256i *)(blk + (size_t)g * gbytes + EK_ROWS8_SCALES + 32 * k));
                     _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
-                        __m256i *c = &ch[k % NC][g][j];
+                        __m256i *c = k & 1 ? &ib[g][j] : &ia[g][j];
                         *c = G > 1 ? _mm256_dpbusd_epi32(*c, wv, xk[j])
                                    : dpbusd_bcast(*c, wv, xq[j] + 4 * k);
                     }
@@ -132,10 +123,9 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const
         } else {
             /* dword k: low nibbles are elements 4k.., high ones 16 + 4k..;
              * the high nibbles stay in place (16x their value, one AND
-             * instead of a shift and an AND) and their chains are divided
-             * by 16 once per block, exactly */
+             * instead of a shift and an AND) and their chain is divided by
+             * 16 once per block, exactly */
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-                const int cl = NC == 4 && k >= 2 ? 2 : 0; /* low chain; high is cl + 1 */
                 __m256i xl[R8_T], xh[R8_T];
                 if (G > 1)
                     _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
@@ -151,13 +141,12 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const
                     __m256i lo = _mm256_and_si256(v, m0f);
                     __m256i hi = _mm256_and_si256(v, mf0);
                     _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
-                        __m256i *l = &ch[cl][g][j], *h = &ch[cl + 1][g][j];
                         if (G > 1) {
-                            *l = _mm256_dpbusd_epi32(*l, lo, xl[j]);
-                            *h = _mm256_dpbusd_epi32(*h, hi, xh[j]);
+                            ia[g][j] = _mm256_dpbusd_epi32(ia[g][j], lo, xl[j]);
+                            ib[g][j] = _mm256_dpbusd_epi32(ib[g][j], hi, xh[j]);
                         } else {
-                            *l = dpbusd_bcast(*l, lo, xq[j] + 4 * k);
-                            *h = dpbusd_bcast(*h, hi, xq[j] + 16 + 4 * k);
+                            ia[g][j] = dpbusd_bcast(ia[g][j], lo, xq[j] + 4 * k);
+                            ib[g][j] = dpbusd_bcast(ib[g][j], hi, xq[j] + 16 + 4 * k);
                         }
                     }
                 }
@@ -165,17 +154,11 @@ INLINE void r8_tile(float *y, int64_t ys, const uint8_t *w, size_t gbytes, const
         }
         _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
             __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + (size_t)g * gbytes)));
-            _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {
-                __m256i even = ch[0][g][j], odd = ch[1][g][j]; /* q4: low, high */
-                if (NC == 4) {
-                    even = _mm256_add_epi32(even, ch[2][g][j]);
-                    odd = _mm256_add_epi32(odd, ch[3][g][j]);
-                }
-                const __m256i dot = _mm256_add_epi32(even, q4 ? _mm256_srai_epi32(odd, 4) : odd);
-                acc[g][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+            _Pragma("GCC unroll 2") for (int j = 0; j < T; j++)
+                acc[g][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(
+                                                ia[g][j], q4 ? _mm256_srai_epi32(ib[g][j], 4) : ib[g][j])),
                                             _mm256_mul_ps(dw, _mm256_set1_ps(act[j * kc + b].d)),
                                             acc[g][j]);
-            }
         }
     }
     _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
