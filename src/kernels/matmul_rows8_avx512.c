@@ -68,7 +68,7 @@ static TARGET void fill_act(r8_act *act, int kc, const char *x, size_t xs, int n
 /* acc + the dot of w (unsigned bytes) with the 4 signed bytes at p, in all
  * 8 lanes, the broadcast being vpdpbusd's own memory operand (m32bcst): where
  * one group is walked each broadcast serves one vpdpbusd, and a separate
- * vpbroadcastd for it cost ~6% of the Q4_0 rate from L2 (the compiler does
+ * vpbroadcastd for it cost ~8% of the Q4_0 rate from L2 (the compiler does
  * not fold it). */
 INLINE __m256i dpbusd_bcast(__m256i acc, __m256i w, const void *p)
 {
