@@ -36,6 +36,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spark_ref  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 def snr_db(ref, test):
     """10*log10(sum(ref^2) / sum((test-ref)^2)); 999 when identical."""
@@ -134,7 +136,8 @@ def main():
             f"teacher-forced; GELU {a.gelu}")
     with open(a.out, "w") as f:
         f.write("{\n")
-        f.write(f'"model": {json.dumps(os.path.abspath(a.model))},\n')
+        # the model as a path relative to the repository: no machine's path in a committed golden
+        f.write(f'"model": {json.dumps(os.path.relpath(os.path.abspath(a.model), ROOT))},\n')
         f.write(f'"dtype_note": {json.dumps(note)},\n')
         f.write(f'"gelu": "{a.gelu}",\n"seed": {a.seed},\n"n_gen": {a.n_gen},\n'
                 f'"seq_len": {len(seq)},\n"greedy_repaired": {repaired},\n')

@@ -87,7 +87,9 @@ import zlib
 import numpy as np
 import torch
 
-REAL_DIR = "/work/shared/qwen3-tts-0.6b-customvoice"
+# The real checkpoint's small files, in ../shared/ beside the repository.
+REAL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "shared", "qwen3-tts-0.6b-customvoice")
 COPIED_FILES = ["generation_config.json", "tokenizer_config.json", "vocab.json", "merges.txt",
                 "preprocessor_config.json"]
 SPEECH_COPIED_FILES = ["speech_tokenizer/configuration.json", "speech_tokenizer/preprocessor_config.json"]

@@ -1,7 +1,7 @@
 """PyTorch reference for the Spark-X2.5 decoder (model_type "spark2_5").
 
 Follows the public modeling_spark.py semantics as pinned by
-/work/shared/spec/spark-x2.5.md: whole-sequence forward (an optional K/V
+../shared/spec/spark-x2.5.md (beside the repository): whole-sequence forward (an optional K/V
 "past" exists only to make greedy decoding affordable), compute dtype float32
 or float64, weights upcast from the checkpoint dtype to the compute dtype.
 

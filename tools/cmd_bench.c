@@ -139,6 +139,10 @@ int cmd_bench(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "tts-codes")) return cmd_bench_tts(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "tts")) return cmd_bench_speech(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
     if (argc < 2 || strcmp(argv[1], "llm")) {
         usage(stderr);
         return 2;

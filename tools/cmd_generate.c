@@ -3,6 +3,7 @@
  * continuation streams to stdout as it is sampled; token-id prompts (the
  * parity and benchmark path) print ids and run exactly -n steps. */
 #include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,12 @@ int cmd_generate(int argc, char **argv)
         return 2;
     }
     if (!tok_path && text_mode) {
-        if (!is_dir(dir)) {
+        struct stat sb;
+        if (stat(dir, &sb) != 0) {
+            fprintf(stderr, "ember generate: %s: %s\n", dir, strerror(errno));
+            return 2;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
             fprintf(stderr, "ember generate: %s is not a model directory: give --tokenizer PATH\n", dir);
             return 2;
         }

@@ -6,34 +6,6 @@
 
 #include "cli.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ember <command> [options]\n"
-            "commands:\n"
-            "  generate  -m DIR -p TEXT [-n 128] [sampling options]   stream a continuation\n"
-            "            (or --ids 1,2,3 [--print-ids]: a prompt of token ids)\n"
-            "  chat      -m DIR [--system S] [--tools FILE.json]   interactive chat, tool calls as JSON\n"
-            "  parity    --model DIR --golden FILE [--json] [thresholds]\n"
-            "            compare logits with a golden file from reference/golden.py\n"
-            "  bench llm -m DIR [--ctx 0,4096] [--prompt 512] [--gen 64] [--json]\n"
-            "            prefill/decode speed, bytes per token, roofline fraction, RSS\n"
-            "  tokenize  -m DIR [--json] [--jsonl] [--no-special]   text on stdin -> token ids\n"
-            "  detokenize -m DIR [--skip-special]                   token ids on stdin -> text\n"
-            "  template  -m DIR --messages FILE.json [--tools FILE.json] [--add-generation-prompt]\n"
-            "            [--enable-thinking 0|1] [--cases FILE.json]   render the chat template\n"
-            "  tts-codes -m DIR --text T --speaker ryan --language english [--max-frames N]\n"
-            "            [--greedy] [--json]   Qwen3-TTS codec frames (16 codes each)\n"
-            "  tts       -m DIR --text T (-o OUT.wav | --stream) [--speaker S] [--language L]\n"
-            "            [--chunks 2,4,8,16,25]   speech, decoded while it is generated\n"
-            "  decode-codes -m DIR --codes FRAMES.json [-o OUT.wav] [--chunks 2,4,8]\n"
-            "            codec frames -> 24 kHz audio with the speech decoder\n"
-            "  serve     -m DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-seqs N]\n"
-            "            an OpenAI-compatible server: /v1/chat/completions, /v1/completions, ...\n"
-            "  probe     [--json] [--root DIR] [--derive MODEL_DIR]   hardware profile and derived settings\n"
-            "run 'ember <command> --help' for the options of one command\n");
-}
-
 int cli_parse_ids(const char *text, int32_t **ids, size_t *n)
 {
     size_t cap = 16, count = 0;
@@ -76,25 +48,64 @@ int32_t cli_argmax(const float *x, int32_t n)
     return best;
 }
 
-/* The subcommands; add a line here (and a prototype in cli.h) for a new one. */
+/* The subcommands and their synopses: the top-level help is printed from this
+ * table, so a command cannot be reachable without being listed. Add a line
+ * here (and a prototype in cli.h) for a new one. */
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
+    const char *synopsis; /* lines after the first are indented by the printer */
 } commands[] = {
-    {"generate", cmd_generate},
-    {"chat", cmd_chat},
-    {"parity", cmd_parity},
-    {"bench", cmd_bench},
-    {"quantize", cmd_quantize},
-    {"template", cmd_template},
-    {"tokenize", cmd_tokenize},
-    {"detokenize", cmd_detokenize},
-    {"tts-codes", cmd_tts_codes},
-    {"decode-codes", cmd_decode_codes},
-    {"tts", cmd_tts},
-    {"probe", cmd_probe},
-    {"serve", cmd_serve},
+    {"generate", cmd_generate,
+     "-m DIR -p TEXT [-n 128] [sampling options]   stream a continuation\n"
+     "(or --ids 1,2,3 [--print-ids]: a prompt of token ids)"},
+    {"chat", cmd_chat, "-m DIR [--system S] [--tools FILE.json]   interactive chat, tool calls as JSON"},
+    {"parity", cmd_parity,
+     "--model DIR --golden FILE [--json] [thresholds]\n"
+     "compare logits with a golden file from reference/golden.py"},
+    {"bench", cmd_bench,
+     "llm -m DIR [--ctx 0,4096] [--prompt 512] [--gen 64] [--json]\n"
+     "    prefill/decode speed, bytes per token, roofline fraction, RSS\n"
+     "tts -m DIR [--frames 100] [--json]   time to first audio, real-time factor, chunk gaps\n"
+     "tts-codes -m DIR [--frames 10] [--json]   ms per codec frame, roofline"},
+    {"quantize", cmd_quantize, "IN OUT.gguf [--type q8_0|q4_0|bf16|f16|f32]   write a GGUF"},
+    {"tokenize", cmd_tokenize, "-m DIR [--json] [--jsonl] [--no-special]   text on stdin -> token ids"},
+    {"detokenize", cmd_detokenize, "-m DIR [--skip-special]   token ids on stdin -> text"},
+    {"template", cmd_template,
+     "-m DIR --messages FILE.json [--tools FILE.json] [--add-generation-prompt]\n"
+     "[--enable-thinking 0|1] [--cases FILE.json]   render the chat template"},
+    {"tts-codes", cmd_tts_codes,
+     "-m DIR --text T --speaker ryan --language english [--max-frames N]\n"
+     "[--greedy] [--json]   Qwen3-TTS codec frames (16 codes each)"},
+    {"tts", cmd_tts,
+     "-m DIR --text T (-o OUT.wav | --stream) [--speaker S] [--language L]\n"
+     "[--chunks 2,4,8,16,25]   speech, decoded while it is generated"},
+    {"decode-codes", cmd_decode_codes,
+     "-m DIR --codes FRAMES.json [-o OUT.wav] [--chunks 2,4,8]\n"
+     "codec frames -> 24 kHz audio with the speech decoder"},
+    {"serve", cmd_serve,
+     "-m DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-seqs N]\n"
+     "an OpenAI-compatible server: /v1/chat/completions, /v1/completions, ..."},
+    {"probe", cmd_probe, "[--json] [--root DIR] [--derive MODEL_DIR]   hardware profile and derived settings"},
 };
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ember <command> [options]\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        const char *line = commands[i].synopsis;
+        fprintf(f, "  %-12s ", commands[i].name);
+        for (;;) {
+            const char *nl = strchr(line, '\n');
+            int len = nl ? (int)(nl - line) : (int)strlen(line);
+            fprintf(f, "%.*s\n", len, line);
+            if (!nl) break;
+            line = nl + 1;
+            fprintf(f, "  %-12s ", "");
+        }
+    }
+    fprintf(f, "run 'ember <command> --help' for the options of one command\n");
+}
 
 int main(int argc, char **argv)
 {

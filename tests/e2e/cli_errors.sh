@@ -12,6 +12,26 @@ expect_error generate_id_out_of_vocab "outside" "$EMBER" generate -m models/tiny
 expect_error generate_context_full "max_context" \
   "$EMBER" generate -m models/tiny --ids 1,2,3,4 -n 8 --max-context 3
 expect_error unknown_command "unknown command" "$EMBER" frobnicate
+# -p text with a model path that is not there names the path and why
+expect_error generate_text_missing_dir "No such file or directory" \
+  "$EMBER" generate -m "$tmp/none" -p hi
+expect_error generate_text_file_not_dir "is not a model directory" \
+  "$EMBER" generate -m README.md -p hi
+
+# The top-level help lists every command the binary dispatches, and every
+# `bench` subcommand: each listed name answers its own --help.
+help=$("$EMBER" --help)
+missing=""
+for c in generate chat parity bench quantize tokenize detokenize template tts-codes tts \
+         decode-codes serve probe; do
+  grep -qE "^  $c " <<<"$help" || missing+=" $c"
+  "$EMBER" $c --help >/dev/null 2>&1 || missing+=" ($c --help fails)"
+done
+for b in llm tts tts-codes; do
+  grep -qE "^ +(bench +)?$b -m " <<<"$help" || missing+=" bench-$b"
+  "$EMBER" bench $b --help >/dev/null 2>&1 || missing+=" (bench $b --help fails)"
+done
+if [ -z "$missing" ]; then pass help_lists_every_command; else fail help_lists_every_command "missing:$missing"; fi
 expect_error parity_missing_golden "cannot read" \
   "$EMBER" parity --model models/tiny --golden "$tmp/none.json"
 printf '{"prompt_ids": [1], "greedy_ids": [], "logit_positions": [0], "logits": [[1, 2]]}' >"$tmp/small.json"
