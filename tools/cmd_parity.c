@@ -74,7 +74,9 @@ static void usage(FILE *f)
             "  thresholds (exit 1 when missed):\n"
             "    --min-snr DB            every position's SNR\n"
             "    --min-aggregate DB      all positions' signal over all positions' noise\n"
-            "    --max-below-floor DB    SNR at most DB under the golden's fp32-vs-fp64 floor\n"
+            "    --max-below-floor DB    each position's SNR, and the aggregate, at most DB under\n"
+            "                            the golden's fp32-vs-fp64 floor (6 is the fp32 bar: two\n"
+            "                            float32 runs at the floor differ by ~3 dB more than either)\n"
             "    --min-top1 FRACTION     top-1 agreement\n"
             "    --min-greedy FRACTION   greedy matches (misses at near-ties excused)\n"
             "  options:\n%s",
@@ -190,6 +192,8 @@ int cmd_parity(int argc, char **argv)
                dir, golden_path, g.n_pos, min_db, mean_db, agg_db, top1_frac, top5_frac, g_match,
                g_total, g_match, g_total, g_excused);
         if (g.floor_db) printf(", \"worst_margin_to_floor_db\": %.3f", worst_margin);
+        if (!isnan(g.floor_aggregate_db))
+            printf(", \"floor_snr_db_aggregate\": %.3f", g.floor_aggregate_db);
         printf(", \"rows\": [");
         for (size_t i = 0; i < g.n_pos; i++) {
             printf("%s{\"position\": %d, \"snr_db\": %.3f", i ? ", " : "", rows[i].position,
@@ -225,6 +229,12 @@ int cmd_parity(int argc, char **argv)
     if (g.floor_db && -worst_margin > max_below) {
         fprintf(stderr, "ember parity: a position is %.2f dB below the reference floor (max %.2f)\n",
                 -worst_margin, max_below);
+        rc = 1;
+    }
+    if (!isnan(g.floor_aggregate_db) && agg_db < g.floor_aggregate_db - max_below) {
+        fprintf(stderr,
+                "ember parity: aggregate SNR %.2f dB is %.2f dB below the reference floor's %.2f (max %.2f)\n",
+                agg_db, g.floor_aggregate_db - agg_db, g.floor_aggregate_db, max_below);
         rc = 1;
     }
     if (!g.floor_db && isfinite(max_below)) {

@@ -117,6 +117,12 @@ int golden_load(const char *path, golden *g, char *err, size_t err_cap)
     const cJSON *floor_db = cJSON_GetObjectItem(root, "floor_snr_db");
     if (floor_db && double_array(floor_db, g->n_pos, &g->floor_db))
         FAIL("%s: 'floor_snr_db' must have one value per position", path);
+    const cJSON *floor_agg = cJSON_GetObjectItem(root, "floor_snr_db_aggregate");
+    g->floor_aggregate_db = NAN;
+    if (floor_agg && !cJSON_IsNull(floor_agg)) {
+        if (!cJSON_IsNumber(floor_agg)) FAIL("%s: 'floor_snr_db_aggregate' must be a number", path);
+        g->floor_aggregate_db = floor_agg->valuedouble;
+    }
     const cJSON *gap = cJSON_GetObjectItem(root, "top2_gap");
     if (gap && double_array(gap, g->n_pos, &g->top2_gap))
         FAIL("%s: 'top2_gap' must have one value per position", path);

@@ -1,6 +1,7 @@
 /* A golden file written by reference/golden.py:
  *   {"prompt_ids": [...], "greedy_ids": [...], "logit_positions": [...],
  *    "logits": [[vocab floats], ...], "floor_snr_db": [...] (optional),
+ *    "floor_snr_db_aggregate": DB (optional),
  *    "top2_gap": [...] (optional)}
  * Positions index the teacher-forced sequence prompt_ids + greedy_ids[:-1];
  * the row at position p holds the logits that predict token p + 1. */
@@ -19,6 +20,7 @@ typedef struct golden {
     int32_t vocab;      /* row length */
     float *logits;      /* n_pos x vocab */
     double *floor_db;   /* n_pos, or NULL when the file has none */
+    double floor_aggregate_db; /* floor_snr_db_aggregate; NAN when the file has none */
     double *top2_gap;   /* n_pos, or NULL */
 } golden;
 

@@ -2,15 +2,22 @@
 # The committed tiny checkpoint against its committed golden (no torch needed).
 source "$(dirname "$0")/lib.sh"
 golden=tests/data/tiny-golden.json
+# The fp32 bar is relative to the golden's own float32-vs-float64 floor, per
+# position and in aggregate (--max-below-floor 6): ember and the reference are
+# two float32 computations of the same function, each with rounding noise at
+# about that floor; uncorrelated, their difference sits ~3 dB under it, and
+# 3 dB more allows one side twice the other's noise power (other summation
+# orders: SIMD lanes, blocked prefill, another CPU's BLAS for the golden).
+# A fixed dB figure would instead encode the floor of one machine and seed.
 
 expect_ok parity_committed_tiny \
   "$EMBER" parity --model models/tiny --golden "$golden" --json \
-  --min-aggregate 120 --max-below-floor 6 --min-top1 1 --min-greedy 1
+  --max-below-floor 6 --min-top1 1 --min-greedy 1
 
 for chunk in 1 7 16; do
   expect_ok "parity_committed_tiny_chunk_$chunk" \
     "$EMBER" parity --model models/tiny --golden "$golden" --chunk "$chunk" \
-    --min-aggregate 120 --max-below-floor 6 --min-top1 1 --min-greedy 1
+    --max-below-floor 6 --min-top1 1 --min-greedy 1
 done
 
 # Converted at load: q8_0 weights (activations quantized on the fly) and an
@@ -27,7 +34,7 @@ for k in scalar avx2 avx512 neon; do
   else
     expect_ok "parity_committed_tiny_kernels_$k" \
       "$EMBER" parity --model models/tiny --golden "$golden" --kernels "$k" \
-      --min-aggregate 120 --max-below-floor 6 --min-top1 1 --min-greedy 1
+      --max-below-floor 6 --min-top1 1 --min-greedy 1
   fi
 done
 
@@ -46,6 +53,6 @@ done
 if [ -z "$missing" ]; then pass parity_json_keys; else fail parity_json_keys "missing:$missing"; fi
 
 # A perturbed model must fail the same thresholds: the check can fail.
-expect_error parity_detects_tanh_gelu "aggregate SNR" \
-  "$EMBER" parity --model models/tiny --golden "$golden" --gelu tanh --min-aggregate 120
+expect_error parity_detects_tanh_gelu "below the reference floor" \
+  "$EMBER" parity --model models/tiny --golden "$golden" --gelu tanh --max-below-floor 6
 exit $e2e_failed

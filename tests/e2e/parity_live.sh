@@ -30,12 +30,18 @@ for v in "${variants[@]}"; do
   fi
   # shellcheck disable=SC2086
   expect_ok "parity_live_$name" "$EMBER" parity --model "$dir" --golden "$dir.json" $ember_flags \
-    --min-aggregate 120 --max-below-floor 6 --min-top1 1 --min-greedy 1
+    --max-below-floor 6 --min-top1 1 --min-greedy 1
 done
 # Weight formats converted at load and KV cache formats, on an f32 untied
-# model, against the reference run on the original f32 weights. Bars from the
-# issue: f16 >= 60 dB, bf16 >= 45 dB, q8_0 >= 30 dB with >= 90% top-1; q4_0
-# is reported (run, no bar).
+# model, against the reference run on the original f32 weights. The bars are
+# the formats' rounding, not any machine's float32 noise (60+ dB below them):
+# rounding to p mantissa bits gives a weight SNR of ~6.02 p + 4.8 dB (f16
+# p=11: ~71 dB, bf16 p=8: ~53 dB); a q8_0 block scales by its absmax, so a
+# Gaussian row loses the crest factor (~10 dB) of 8 bits: ~40 dB, and the
+# activations are quantized too. Logits keep roughly the weights' SNR; the
+# bars leave 8-11 dB for its growth through the layers: f16 >= 60 dB,
+# bf16 >= 45 dB, q8_0 >= 30 dB and KV q8_0 >= 35 dB with >= 90% top-1; q4_0
+# (~16 dB) is reported, with no bar.
 dir="$tmp/f32_untied"
 $PY reference/make_checkpoint.py --preset tiny --out "$dir" --dtype f32 --untied --seed 11 >/dev/null &&
   $PY reference/golden.py --model "$dir" --out "$dir.json" 2>/dev/null
