@@ -9,8 +9,12 @@ Draws --frames frames of 16 uniform random codes in [0, codebook_size) from a
 torch.Generator seeded with --seed, writes them as a JSON list of 16-int frames
 (frame-major, the shape of `ember tts-codes --json`'s "frames"), and the
 reference's one-shot float32 decode of them (reference/code2wav_ref.py) as raw
-little-endian float32, frames * 1920 samples.  Prints the waveform statistics
-and how many codes are "dead" rows (cluster_usage below the 1e-5 clamp).
+little-endian float32, frames * 1920 samples, and beside the waveform
+(--wave with .json for .f32) its float32 noise floor: the SNR of that float32
+decode against the float64 decode of the same codes. Tests hold other float32
+decoders (ember's) to that floor, so the bar moves with the arithmetic and not
+with the machine the golden was made on.  Prints the waveform statistics and
+how many codes are "dead" rows (cluster_usage below the 1e-5 clamp).
 """
 import argparse
 import json
@@ -46,8 +50,16 @@ def main():
     with open(a.codes + ".part", "w", encoding="utf-8") as f:
         f.write("[\n" + ",\n".join(json.dumps(fr) for fr in codes.T.tolist()) + "\n]\n")
     wav.numpy().astype("<f4").tofile(a.wave + ".part")
+    wav64 = ref.load(a.model, torch.float64).decode(codes)
+    floor = float(10 * torch.log10(wav64.pow(2).sum() / (wav.double() - wav64).pow(2).sum()))
+    floor_path = os.path.splitext(a.wave)[0] + ".json"
+    with open(floor_path + ".part", "w", encoding="utf-8") as f:
+        json.dump({"float32_floor_snr_db": round(floor, 2),
+                   "note": "SNR of the float32 golden against the float64 decode of the same codes"}, f)
+        f.write("\n")
     os.replace(a.codes + ".part", a.codes)
     os.replace(a.wave + ".part", a.wave)
+    os.replace(floor_path + ".part", floor_path)
     usage = torch.stack([m.get(p + ".cluster_usage") for p in m.codebook_prefixes()])
     dead = int((usage.gather(1, codes) < ref.USAGE_EPS).sum())
     print(json.dumps({"codes": a.codes, "wave": a.wave, "frames": a.frames, "seed": a.seed,
