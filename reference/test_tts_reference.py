@@ -292,6 +292,9 @@ def test_golden_reproduces():
     m = ref.TTSModel(cfg, w, torch.float64)
     out = m.generate(p, s["frames"], gen)
     assert out["frames"] == g["frames"]
+    # float64 on both sides (~1e-13 apart on any machine); the golden stores 7
+    # significant digits, i.e. up to 5e-7 relative: rtol 1e-6 is that
+    # rounding, atol 1e-6 the same for values near zero
     for a, b in zip(out["talker_logits"], g["talker_logits"]):
         assert np.allclose(a.numpy(), b, rtol=1e-6, atol=1e-6)
     assert np.allclose(out["predictor_logits"][1][14].numpy(), g["predictor_logits"][1][14], rtol=1e-6, atol=1e-6)

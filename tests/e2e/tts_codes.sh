@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Qwen3-TTS talker + code predictor (`ember tts-codes`) against the committed
 # golden of reference/tts_golden.py: greedy frames identical, talker and
-# predictor logits SNR >= 100 dB (teacher-forced on the reference's frames),
+# predictor logits within 6 dB of the golden's float32 floor (teacher-forced
+# on the reference's frames; the golden's logits are float64, and its snr_db
+# says how far the reference's own float32 run is from them: ember is another
+# float32 computation of the same function, so it may sit a little further
+# off, by another summation order, but not by more than 6 dB),
 # q8_0 frame agreement reported; then the CLI's error cases.
 source "$(dirname "$0")/lib.sh"
 
@@ -14,29 +18,31 @@ if [ ! -f "$GOLDEN" ] || [ ! -f "$MODEL/model.safetensors" ]; then
   exit 0
 fi
 
-# check_golden NAME JSON MIN_SNR NEED_ALL_FRAMES
+# check_golden NAME JSON MAX_BELOW_FLOOR_DB NEED_ALL_FRAMES
 check_golden() {
-  local name=$1 json=$2 min_snr=$3 need_all=$4 verdict
+  local name=$1 json=$2 below=$3 need_all=$4 verdict
   verdict=$($PY -c '
 import json, sys
-r = json.loads(sys.argv[1]); min_snr = float(sys.argv[2]); need_all = sys.argv[3] == "1"
+r = json.loads(sys.argv[1]); below = float(sys.argv[2]); need_all = sys.argv[3] == "1"
+floor = json.load(open(sys.argv[4]))["snr_db"]
 bad = []
 if r["non_finite"]: bad.append("non-finite logits")
 if need_all and r["frames_equal"] != r["golden_frames"]:
     bad.append("frames equal %d of %d" % (r["frames_equal"], r["golden_frames"]))
-if r["talker_snr_min"] < min_snr: bad.append("talker SNR %.2f dB" % r["talker_snr_min"])
-if r["predictor_snr_min"] < min_snr: bad.append("predictor SNR %.2f dB" % r["predictor_snr_min"])
+for part in ("talker", "predictor"):
+    if r[part + "_snr_min"] < floor[part + "_min"] - below:
+        bad.append("%s SNR %.2f dB, floor %.2f dB" % (part, r[part + "_snr_min"], floor[part + "_min"]))
 print("ok" if not bad else "; ".join(bad))
 print("frames %d/%d equal, SNR min talker %.2f dB, predictor %.2f dB" % (
     r["frames_equal"], r["golden_frames"], r["talker_snr_min"], r["predictor_snr_min"]))
-' "$json" "$min_snr" "$need_all" 2>&1)
+' "$json" "$below" "$need_all" "$GOLDEN" 2>&1)
   if [ "$(head -1 <<<"$verdict")" = ok ]; then pass "$name ($(tail -1 <<<"$verdict"))"
   else fail "$name" "$verdict"; fi
 }
 
 for dtype in f32 bf16; do
   out=$($EMBER tts-codes -m $MODEL --golden $GOLDEN --json --threads 2 --dtype $dtype 2>&1)
-  if [ $? -eq 0 ]; then check_golden "tts_golden_$dtype" "$out" 100 1
+  if [ $? -eq 0 ]; then check_golden "tts_golden_$dtype" "$out" 6 1
   else fail "tts_golden_$dtype" "$out"; fi
 done
 
