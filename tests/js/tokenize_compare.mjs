@@ -1,5 +1,7 @@
 // Compares ember's tokenizer with transformers.js on a generated corpus.
-//   node tests/js/tokenize_compare.mjs NODE_MODULES EMBER_BIN NAME=TOKENIZER_DIR...
+//   node tests/js/tokenize_compare.mjs NODE_MODULES EMBER_BIN [--texts=FILE] NAME=TOKENIZER_DIR...
+// --texts=FILE (JSON lines, one string each) replaces the generated corpus for
+// the tokenizers named after it.
 // For each tokenizer (a directory with tokenizer.json and tokenizer_config.json):
 // ids of encode(text) must be equal, decode(ids) must be equal, and
 // decode(encode(x)) == x wherever the tokenizer is lossless for x.
@@ -16,19 +18,24 @@ const { PreTrainedTokenizer } = await import(nm + '/@huggingface/transformers/di
 const corpus = makeCorpus(20240611, Number(process.env.EMBER_TOK_CORPUS_N || 3200));
 const work = mkdtempSync(join(tmpdir(), 'ember-tok-'));
 let failed = 0;
+let given = null;
 
 function runEmber(args, input) {
   return execFileSync(ember, args, { input, maxBuffer: 1 << 28 }).toString().split('\n').filter((l) => l.length);
 }
 
 for (const spec of specs) {
+  if (spec.startsWith('--texts=')) {
+    given = readFileSync(spec.slice('--texts='.length), 'utf8').split('\n').filter((l) => l.length).map((l) => JSON.parse(l));
+    continue;
+  }
   const eq = spec.indexOf('=');
   const name = spec.slice(0, eq), dir = spec.slice(eq + 1);
   const tokJson = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'));
   const cfg = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
   const tok = new PreTrainedTokenizer(tokJson, cfg);
   const specials = tokJson.added_tokens.map((t) => t.content);
-  const texts = corpus.concat(specials.slice(0, 40).map((s) => `x${s}y ${s}\n${s}`));
+  const texts = (given || corpus).concat(specials.slice(0, 40).map((s) => `x${s}y ${s}\n${s}`));
   const t0 = Date.now();
   const want = texts.map((t) => tok.encode(t));
   const jsMs = Date.now() - t0;
