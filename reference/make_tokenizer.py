@@ -106,18 +106,22 @@ def learn_merges(words, n_merges):
             break
         best = min(p for p, c in pairs.items() if c == best_count)
         merges.append(best)
-        joined = best[0] + best[1]
         for w, s in seqs.items():
-            i, out = 0, []
-            while i < len(s):
-                if i + 1 < len(s) and s[i] == best[0] and s[i + 1] == best[1]:
-                    out.append(joined)
-                    i += 2
-                else:
-                    out.append(s[i])
-                    i += 1
-            seqs[w] = out
+            seqs[w] = apply_merge(s, best)
     return merges
+
+
+def apply_merge(symbols, pair):
+    """symbols with every left-to-right occurrence of pair joined into one."""
+    joined, out, i = pair[0] + pair[1], [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and symbols[i] == pair[0] and symbols[i + 1] == pair[1]:
+            out.append(joined)
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
 
 
 def build(vocab_size):

@@ -94,14 +94,7 @@ def learn(words, vocab, n_merges):
         changed = set()
         for i in sorted(where.pop(best)):
             s, c = seqs[i], counts[i]
-            new, k = [], 0
-            while k < len(s):
-                if k + 1 < len(s) and s[k] == best[0] and s[k + 1] == best[1]:
-                    new.append(joined)
-                    k += 2
-                else:
-                    new.append(s[k])
-                    k += 1
+            new = mt.apply_merge(s, best)
             for p in zip(s, s[1:]):
                 pairs[p] -= c
                 changed.add(p)

@@ -40,6 +40,14 @@ expect_error detokenize_bad_ids "expected token ids" sh -c "echo '1 x 2' | '$EMB
 # --- the demo model (reference/demo): chat rendering and a corpus sample ---
 demo_texts=
 if [ -f models/demo/tokenizer.json ]; then
+  # the committed tokenizer is what the recipe writes from the training corpus (seed 1)
+  if $PY reference/demo/corpus.py --seed 1 --out "$tmp/demo-train" >/dev/null &&
+     $PY reference/demo/tokenizer.py --corpus "$tmp/demo-train" --vocab-size 4608 --out "$tmp/demo-tok" >/dev/null &&
+     cmp -s "$tmp/demo-tok/tokenizer.json" models/demo/tokenizer.json &&
+     cmp -s "$tmp/demo-tok/tokenizer_config.json" models/demo/tokenizer_config.json; then
+    pass demo_tokenizer_reproducible
+  else fail demo_tokenizer_reproducible "models/demo's tokenizer differs from reference/demo/tokenizer.py's output"; fi
+  rm -rf "$tmp/demo-train" "$tmp/demo-tok"
   expect_ok demo_chatfmt_equals_ember_template $PY reference/demo/check_render.py --ember "$EMBER" -m models/demo --n 50
   if $PY reference/demo/corpus.py --seed 5 --out "$tmp/demo-data" --prose-docs 200 --chats 200 --rendered >/dev/null; then
     cat "$tmp/demo-data/prose.jsonl" "$tmp/demo-data/chats.rendered.jsonl" >"$tmp/demo-texts.jsonl"
