@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The main job in one command: install what is missing, build, make a model
-# if none is given, and generate.
-#   scripts/run.sh [MODEL_DIR] [--ids 1,2,3] [-n 32]
-# Without MODEL_DIR it writes a random-weight tiny Spark-X2.5 checkpoint
-# (untied, so greedy output varies) to build/demo-model with the reference
-# generator, or uses the committed models/tiny when torch is not installed.
+# The main job in one command: install what is missing, build, and run a model.
+#   scripts/run.sh                 the trained demo model (models/demo): a prose
+#                                  continuation and one whole tool round trip
+#                                  (scripts/demo.py)
+#   scripts/run.sh MODEL_DIR [--ids 1,2,3] [-n 32]
+#                                  greedy generation from token ids on any
+#                                  Spark-X2.5 checkpoint directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,14 +25,7 @@ scripts/setup.sh
 make -j"$(nproc 2>/dev/null || echo 2)" build/ember >/dev/null
 
 if [ -z "$model" ]; then
-  model=build/demo-model
-  if [ ! -f "$model/config.json" ]; then
-    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-      /usr/bin/python3 reference/make_checkpoint.py --preset tiny --untied --dtype bf16 --out "$model" >&2
-    else
-      model=models/tiny
-    fi
-  fi
+  exec /usr/bin/python3 scripts/demo.py
 fi
 echo "model: $model" >&2
 exec build/ember generate -m "$model" --ids "$ids" -n "$n" --greedy --print-ids
