@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The trained demo model (models/demo, issue 17), a fast slice of its
+# evaluation (bench/demo_eval.sh runs the whole one): the first 30 held-out
+# conversations (seed 2026, never trained on) answered greedily by ember in
+# bf16, tool-call accuracy >= 0.8; `ember generate --greedy` gives the same
+# replies as the evaluation's scorer; with torch, the reference's greedy
+# token streams equal ember's on the first 4 conversations and its prose
+# perplexity equals ember's; and `ember parity` on the trained weights sits
+# at the float32 floor like the random checkpoints (the bars of parity_live).
+source "$(dirname "$0")/lib.sh"
+model=${DEMO_MODEL:-models/demo}   # DEMO_MODEL: another checkpoint of the same recipe
+if [ ! -f "$model/model.safetensors" ]; then
+  echo "SKIP demo_model ($model has no weights)"; exit 0
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# The scorer itself: the generator's own replies score right (with and
+# without <think>, integers also written as floats), altered ones wrong.
+expect_ok demo_eval_scorer_self_test "$PY" bench/demo_eval.py --self-test --n 300
+
+if ! out=$(make -s build/bench/lm_score 2>&1); then
+  fail demo_eval_build "$out"; exit 1
+fi
+ref_n=4
+if ! have_torch; then
+  echo "SKIP demo_eval_reference_agrees, demo_parity_fp32_floor: python3-torch is not installed"
+  ref_n=0
+fi
+if ! $PY bench/demo_eval.py --model "$model" --n 30 --formats bf16/f32 --stories 5 --ref-n $ref_n \
+     --cli-check 4 --ember "$EMBER" --json "$tmp/eval.json" >/dev/null 2>"$tmp/err"; then
+  fail demo_eval_runs "$(tail -5 "$tmp/err")"; exit 1
+fi
+# One verdict per line from the result: NAME|1 or 0|what it measured.
+$PY - "$tmp/eval.json" >"$tmp/verdicts" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = r["ember"][0]
+print(f"demo_eval_tool_call_accuracy|{int(e['tool_call_accuracy'] >= 0.8)}|tool-call {e['tool_call_accuracy']} "
+      f"({e['n_tool_call']} conversations), direct {e['direct_accuracy']} ({e['n_direct']}), "
+      f"perplexity {e['perplexity']}")
+c = r["cli_check"]
+print(f"demo_eval_generate_cli_same_replies|{int(c['equal'] == c['n'])}|ember generate --greedy: "
+      f"{c['equal']}/{c['n']} replies equal to the scorer's")
+ref = r.get("reference")
+if ref:
+    same_ppl = abs(ref["perplexity"] / e["perplexity"] - 1) < 1e-3
+    print(f"demo_eval_reference_agrees|{int(ref['identical_to_ember'] == 1 and same_ppl)}|reference: "
+          f"{ref['identical_to_ember']:.0%} of {ref['n']} greedy token streams identical to ember's "
+          f"(divergences: {ref['divergences']}); perplexity {ref['perplexity']} vs ember {e['perplexity']}")
+PY
+while IFS='|' read -r name ok msg; do
+  if [ "$ok" = 1 ]; then pass "$name"; echo "     $msg"; else fail "$name" "$msg"; fi
+done <"$tmp/verdicts"
+if [ $ref_n -gt 0 ]; then
+  # Parity on the trained weights: a random prompt of 3 windows + 5 and 32
+  # greedy tokens (golden.py's defaults), held to the float32 floor.
+  if ! out=$($PY reference/golden.py --model "$model" --out "$tmp/g.json" 2>&1); then
+    fail demo_parity_fp32_floor "reference failed: $out"
+  elif out=$("$EMBER" parity --model "$model" --golden "$tmp/g.json" --json \
+               --max-below-floor 6 --min-top1 1 --min-greedy 1 2>"$tmp/parity.err"); then
+    pass demo_parity_fp32_floor
+    $PY -c 'import json, sys; r = json.loads(sys.argv[1]); r.pop("rows", None)
+print("     " + ", ".join(f"{k} {r[k]}" for k in ("snr_db_min", "snr_db_aggregate", "floor_snr_db_aggregate",
+      "worst_margin_to_floor_db", "top1_agree", "greedy_match")))' "$out"
+  else
+    fail demo_parity_fp32_floor "$(tail -c 600 <<<"$out")" "$(tail -3 "$tmp/parity.err")"
+  fi
+fi
+exit $e2e_failed
