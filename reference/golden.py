@@ -72,6 +72,9 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--prompt-len", type=int, default=None)
+    ap.add_argument("--prompt-ids", default=None,
+                    help="a file of prompt token ids (whitespace or comma separated) instead of "
+                         "random ones: a trained model's logits on its own kind of text")
     ap.add_argument("--n-gen", type=int, default=32)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--positions", choices=["all", "sparse"], default=None)
@@ -86,9 +89,16 @@ def main():
     m32 = spark_ref.SparkRef.load(a.model, torch.float32, a.gelu, tensors=tensors)
     m64 = spark_ref.SparkRef.load(a.model, torch.float64, a.gelu, tensors=tensors)
     cfg = m32.cfg
-    n = a.prompt_len if a.prompt_len is not None else 3 * cfg.window + 5
-    g = torch.Generator().manual_seed(a.seed)
-    prompt = torch.randint(0, cfg.vocab, (n,), generator=g).tolist()
+    if a.prompt_ids:
+        with open(a.prompt_ids, encoding="utf-8") as f:
+            prompt = [int(t) for t in f.read().replace(",", " ").split()]
+        if not prompt or any(not 0 <= t < cfg.vocab for t in prompt):
+            ap.error(f"--prompt-ids: ids must be in [0, {cfg.vocab}) and there must be at least one")
+        n = len(prompt)
+    else:
+        n = a.prompt_len if a.prompt_len is not None else 3 * cfg.window + 5
+        g = torch.Generator().manual_seed(a.seed)
+        prompt = torch.randint(0, cfg.vocab, (n,), generator=g).tolist()
 
     gen = greedy(m32, prompt, a.n_gen)
     seq = prompt + gen[:-1]

@@ -52,9 +52,20 @@ while IFS='|' read -r name ok msg; do
   if [ "$ok" = 1 ]; then pass "$name"; echo "     $msg"; else fail "$name" "$msg"; fi
 done <"$tmp/verdicts"
 if [ $ref_n -gt 0 ]; then
-  # Parity on the trained weights: a random prompt of 3 windows + 5 and 32
-  # greedy tokens (golden.py's defaults), held to the float32 floor.
-  if ! out=$($PY reference/golden.py --model "$model" --out "$tmp/g.json" 2>&1); then
+  # Parity on the trained weights, in their own regime (peaked logits): the
+  # first held-out conversation with tools, rendered, and 32 greedy tokens
+  # of the reply, held to the float32 floor.
+  $PY - "$tmp/conv.json" "$tmp/tools.json" <<'PY'
+import json, sys
+sys.path.insert(0, "reference/demo")
+import corpus
+c = next(h for h in corpus.heldout(corpus.HELDOUT_SEED, 50) if h["tools"] and h["kind"] == "call")
+json.dump(c["messages"], open(sys.argv[1], "w")); json.dump(c["tools"], open(sys.argv[2], "w"))
+PY
+  "$EMBER" template -m "$model" --messages "$tmp/conv.json" --tools "$tmp/tools.json" \
+    --add-generation-prompt | "$EMBER" tokenize -m "$model" >"$tmp/prompt.ids"
+  if ! out=$($PY reference/golden.py --model "$model" --prompt-ids "$tmp/prompt.ids" \
+               --out "$tmp/g.json" 2>&1); then
     fail demo_parity_fp32_floor "reference failed: $out"
   elif out=$("$EMBER" parity --model "$model" --golden "$tmp/g.json" --json \
                --max-below-floor 6 --min-top1 1 --min-greedy 1 2>"$tmp/parity.err"); then
