@@ -169,4 +169,7 @@ ember_status ember_session_bench_fill(ember_session *session, int32_t n_tokens);
 }
 #endif
 
+/* The rest of the public API, by concern (each also includes this file). */
+#include "ember_text.h"
+
 #endif /* EMBER_H */

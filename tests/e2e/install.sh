@@ -28,7 +28,7 @@ else fail pkg_config_finds_ember "libs '$libs' libdir '$libdir'"; fi
 run_example() { # run_example BINARY NAME
   case $2 in
     greedy) "$1" models/tiny 1,2,3 4 ;;
-    chat_tool) "$1" models/tiny "What is the weather in Paris?" ;;
+    chat_tool) "$1" models/tiny "What is the weather in Paris?" required ;;
     speak) "$1" models/tts-tiny "Hello there." "$tmp/$2-$(basename "$1").wav" ;;
     *) "$1" ;;
   esac
