@@ -40,9 +40,9 @@ TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib tests test fuzz clean bench neon-test install uninstall
+.PHONY: all lib tests test fuzz clean bench neon-test install uninstall examples
 .SECONDARY:
-all: $(BUILD)/ember $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME)
+all: $(BUILD)/ember $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME) examples
 lib: $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME)
 tests: $(TEST_BIN)
 
@@ -69,6 +69,18 @@ $(BUILD)/libember.so: $(LIB_OBJ) lib/ember.map
 	$(CC) $(LDFLAGS) $(SO_LDFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS)
 $(BUILD)/$(SONAME): $(BUILD)/libember.so
 	ln -sf libember.so $@
+
+# Clients of the public API only: examples/ (and, as they move onto it, the
+# user-facing CLI commands in PUBLIC_ONLY) compile with include/ alone on the
+# include path (no -Isrc, no _GNU_SOURCE, C99), so including a src/ header
+# fails the build.
+EXAMPLE_SRC   := $(sort $(wildcard examples/*.c))
+EXAMPLE_BIN   := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+PUBLIC_CFLAGS := -std=c99 -O2 -g $(WARN) -Iinclude $(filter -fsanitize% -fno-sanitize% -fno-omit%,$(CFLAGS))
+examples: $(EXAMPLE_BIN)
+$(BUILD)/examples/%: examples/%.c $(wildcard include/*.h) $(BUILD)/libember.a
+	@mkdir -p $(dir $@)
+	$(CC) $(PUBLIC_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libember.a $(LDLIBS)
 
 # Headers of the public API (include/*.h), both libraries, ember.pc and the CLI.
 INSTALL_HDR := $(sort $(wildcard include/*.h))

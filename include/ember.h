@@ -171,5 +171,6 @@ ember_status ember_session_bench_fill(ember_session *session, int32_t n_tokens);
 
 /* The rest of the public API, by concern (each also includes this file). */
 #include "ember_text.h"
+#include "ember_speech.h"
 
 #endif /* EMBER_H */
