@@ -18,7 +18,8 @@ LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lm -lpthread
 
 # The shared library's version: SONAME libember.so.$(ABI_MAJOR). Bump
 # ABI_MAJOR when a change breaks callers (see lib/ember.symbols).
-VERSION   := 0.1.0
+# The version is the one include/ember.h declares (EMBER_VERSION_*).
+VERSION   := $(shell awk '/^\#define EMBER_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v == "" ? "" : ".") $$3} END {print v}' include/ember.h)
 ABI_MAJOR := 0
 SONAME    := libember.so.$(ABI_MAJOR)
 PREFIX    ?= /usr/local
