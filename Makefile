@@ -41,7 +41,7 @@ TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib tests test fuzz clean bench neon-test install uninstall examples
+.PHONY: all lib tests test fuzz clean bench neon-test install uninstall examples public-check
 .SECONDARY:
 all: $(BUILD)/ember $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME) examples
 lib: $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME)
@@ -79,6 +79,17 @@ EXAMPLE_SRC   := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN   := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 PUBLIC_CFLAGS := -std=c99 -O2 -g $(WARN) -Iinclude $(filter -fsanitize% -fno-sanitize% -fno-omit%,$(CFLAGS))
 examples: $(EXAMPLE_BIN)
+
+# The user-facing CLI commands converted to the public API so far, and the
+# shared CLI files they use: compiled here with include/ (and tools/ for
+# cli_public.h) only, so one that includes a src/ header (or cli.h, which
+# does) fails `make public-check` (run by tests/e2e/public_cli.sh).
+PUBLIC_CLI := tools/cmd_tokenize.c tools/cli_profile.c tools/cli_common.c tools/cli_stats.c
+PUBLIC_CLI_CFLAGS := -std=c11 -D_GNU_SOURCE -fsyntax-only $(WARN) -Iinclude
+public-check:
+	@for f in $(PUBLIC_CLI); do \
+	  $(CC) $(PUBLIC_CLI_CFLAGS) $$f || { echo "public-check: $$f needs more than include/" >&2; exit 1; }; \
+	done; echo "public-check: $(words $(PUBLIC_CLI)) files use include/ only: $(notdir $(PUBLIC_CLI))"
 $(BUILD)/examples/%: examples/%.c $(wildcard include/*.h) $(BUILD)/libember.a
 	@mkdir -p $(dir $@)
 	$(CC) $(PUBLIC_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libember.a $(LDLIBS)

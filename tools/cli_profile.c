@@ -1,15 +1,14 @@
 /* `--profile auto|off|explain` for the commands that run a model: the
- * derived profile of src/edge/ (the machine's probe plus the model's
- * geometry) picks what the command line leaves open. For a Spark model
- * (generate, chat, serve) that is the weight format and the thread count;
- * the context and the KV format stay the command's own. For a Qwen3-TTS
- * model (tts, bench tts, serve --tts) it is the talker and predictor's
- * weight format, and the CPUs the generator and the audio decoder run on. */
+ * derived profile (the machine's probe plus the model's geometry) picks
+ * what the command line leaves open. For a Spark model (generate, chat,
+ * serve) that is the weight format and the thread count, through the public
+ * ember_profile_apply; the context and the KV format stay the command's
+ * own. The speech commands' half is cli_profile_tts.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_public.h"
 
 int cli_profile_option(int c, const char *arg, const char *cmd, cli_profile *p)
 {
@@ -37,7 +36,7 @@ static void print_why(const char *cmd, const char *why)
 
 /* A failed profile: the message, naming EMBER_HW_PROFILE when the hardware
  * profile came from it. */
-static int profile_error(const char *cmd, const char *hardware)
+int cli_profile_error(const char *cmd, const char *hardware)
 {
     fprintf(stderr, "ember %s: profile: %s%s\n", cmd, hardware && *hardware ? "EMBER_HW_PROFILE: " : "",
             ember_last_error());
@@ -54,7 +53,7 @@ int cli_apply_profile(const char *dir, cli_profile mode, const char *cmd, ember_
     int applied;
     char *why = NULL;
     if (ember_profile_apply(dir, &pp, mp, sp, &applied, mode == CLI_PROFILE_EXPLAIN ? &why : NULL) != EMBER_OK)
-        return profile_error(cmd, pp.hardware);
+        return cli_profile_error(cmd, pp.hardware);
     if (mode == CLI_PROFILE_EXPLAIN) {
         if (!applied) {
             fprintf(stderr, "ember %s: profile: %s; using the defaults\n", cmd, why ? why : "");
@@ -66,37 +65,4 @@ int cli_apply_profile(const char *dir, cli_profile mode, const char *cmd, ember_
     }
     ember_free(why);
     return 0;
-}
-
-int cli_apply_tts_profile(const char *dir, cli_profile mode, const char *cmd, ember_type *weight_type,
-                          edge_profile *out)
-{
-    if (mode == CLI_PROFILE_OFF) return 0;
-    const edge_derive_opts o = {0, EMBER_TYPE_NONE, 0};
-    const char *hardware = getenv("EMBER_HW_PROFILE");
-    edge_profile own;
-    const int placed = out != NULL;
-    if (!out) out = &own;
-    bool found;
-    char reason[512];
-    if (edge_profile_for(dir, NULL, hardware, &o, out, &found, reason, sizeof reason) != EMBER_OK)
-        return profile_error(cmd, hardware);
-    if (!found) {
-        if (mode == CLI_PROFILE_EXPLAIN) fprintf(stderr, "ember %s: profile: %s; using the defaults\n", cmd, reason);
-        return 0;
-    }
-    /* what speech uses: the format, and where placed, the generator's CPUs
-     * and the audio decoder's */
-    if (mode == CLI_PROFILE_EXPLAIN) {
-        static const edge_why shown[] = {EDGE_WHY_DTYPE, EDGE_WHY_THREADS, EDGE_WHY_AUDIO};
-        for (int i = 0; i < (placed ? 3 : 1); i++) fprintf(stderr, "ember %s: profile: %s\n", cmd, out->why[shown[i]]);
-        /* the server names the speech model's format --tts-dtype ("serve --tts") */
-        if (*weight_type)
-            fprintf(stderr, "ember %s: profile: %s given, it wins\n", cmd, strstr(cmd, "--tts") ? "--tts-dtype" : "--dtype");
-    }
-    const edge_explicit x = {*weight_type, 0, 0, EMBER_TYPE_NONE};
-    ember_model_params mp = {.weight_type = *weight_type};
-    edge_profile_apply(out, &x, &mp, NULL);
-    *weight_type = mp.weight_type;
-    return 1;
 }

@@ -67,7 +67,7 @@ ember_status ember_tokenizer_decode(const ember_tokenizer *tok, const int32_t *i
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= vocab)
             return ember_fail(EMBER_ERR_INVALID_ARG,
-                              "ember_tokenizer_decode: id %d (at %zu) is outside the vocabulary (%d)",
+                              "ember_tokenizer_decode: id %d (at %zu) is out of range, outside the vocabulary [0, %d)",
                               ids[i], i, vocab);
     return et_tokenizer_decode(TOK(tok), ids, n, skip_special != 0, text, len ? len : &dummy);
 }
