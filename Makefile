@@ -1,5 +1,8 @@
-# ember build. `make` builds the library and the CLI; `make test` runs the
-# whole suite (see tests/run_all.sh). Out-of-tree: objects go to $(BUILD).
+# ember build. `make` builds the libraries (libember.a, libember.so) and the
+# CLI; `make test` runs the whole suite (see tests/run_all.sh). Out-of-tree:
+# objects go to $(BUILD).
+#   make install PREFIX=DIR [DESTDIR=...]   headers, both libraries, ember.pc, the CLI
+#   make uninstall PREFIX=DIR
 #   make SAN=1            ASan+UBSan build into build-san/
 #   make fuzz             libFuzzer targets (clang) into build-fuzz/
 
@@ -13,6 +16,14 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fno-math-errno $(WARN) -Iinclude -Isrc -MMD -MP
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lm -lpthread
 
+# The shared library's version: SONAME libember.so.$(ABI_MAJOR). Bump
+# ABI_MAJOR when a change breaks callers (see lib/ember.symbols).
+# The version is the one include/ember.h declares (EMBER_VERSION_*).
+VERSION   := $(shell awk '/^\#define EMBER_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v == "" ? "" : ".") $$3} END {print v}' include/ember.h)
+ABI_MAJOR := 0
+SONAME    := libember.so.$(ABI_MAJOR)
+PREFIX    ?= /usr/local
+
 ifeq ($(SAN),1)
 CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
@@ -23,26 +34,83 @@ TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_UTIL := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TESTU_OBJ := $(TEST_UTIL:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib tests test fuzz clean bench neon-test
+.PHONY: all lib tests test fuzz clean bench neon-test install uninstall examples public-check
 .SECONDARY:
-all: $(BUILD)/ember $(BUILD)/libember.a
-lib: $(BUILD)/libember.a
+all: $(BUILD)/ember $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME) examples
+lib: $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME)
 tests: $(TEST_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# Library objects are position-independent (in their own folder, so objects of
+# an older non-PIC build are never picked up): the same objects go into both
+# libraries. -fno-semantic-interposition keeps calls inside the library direct.
+$(BUILD)/pic/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fno-semantic-interposition -c $< -o $@
+
 $(BUILD)/libember.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# Only the symbols of the public headers are exported (lib/ember.map); the
+# committed list lib/ember.symbols is what tests/e2e/abi.sh compares with.
+SO_LDFLAGS := -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/ember.map \
+              $(if $(filter 1,$(SAN)),,-Wl,--no-undefined)
+$(BUILD)/libember.so: $(LIB_OBJ) lib/ember.map
+	$(CC) $(LDFLAGS) $(SO_LDFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS)
+$(BUILD)/$(SONAME): $(BUILD)/libember.so
+	ln -sf libember.so $@
+
+# Clients of the public API only: examples/ (and, as they move onto it, the
+# user-facing CLI commands in PUBLIC_ONLY) compile with include/ alone on the
+# include path (no -Isrc, no _GNU_SOURCE, C99), so including a src/ header
+# fails the build.
+EXAMPLE_SRC   := $(sort $(wildcard examples/*.c))
+EXAMPLE_BIN   := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+PUBLIC_CFLAGS := -std=c99 -O2 -g $(WARN) -Iinclude $(filter -fsanitize% -fno-sanitize% -fno-omit%,$(CFLAGS))
+examples: $(EXAMPLE_BIN)
+
+# The user-facing CLI commands converted to the public API so far, and the
+# shared CLI files they use: compiled here with include/ (and tools/ for
+# cli_public.h) only, so one that includes a src/ header (or cli.h, which
+# does) fails `make public-check` (run by tests/e2e/public_cli.sh).
+PUBLIC_CLI := tools/cmd_tokenize.c tools/cli_profile.c tools/cli_common.c tools/cli_stats.c
+PUBLIC_CLI_CFLAGS := -std=c11 -D_GNU_SOURCE -fsyntax-only $(WARN) -Iinclude
+public-check:
+	@for f in $(PUBLIC_CLI); do \
+	  $(CC) $(PUBLIC_CLI_CFLAGS) $$f || { echo "public-check: $$f needs more than include/" >&2; exit 1; }; \
+	done; echo "public-check: $(words $(PUBLIC_CLI)) files use include/ only: $(notdir $(PUBLIC_CLI))"
+$(BUILD)/examples/%: examples/%.c $(wildcard include/*.h) $(BUILD)/libember.a
+	@mkdir -p $(dir $@)
+	$(CC) $(PUBLIC_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libember.a $(LDLIBS)
+
+# Headers of the public API (include/*.h), both libraries, ember.pc and the CLI.
+INSTALL_HDR := $(sort $(wildcard include/*.h))
+DEST        := $(DESTDIR)$(PREFIX)
+install: all
+	install -d $(DEST)/bin $(DEST)/lib/pkgconfig $(DEST)/include
+	install -m 0755 $(BUILD)/ember $(DEST)/bin/ember
+	install -m 0644 $(INSTALL_HDR) $(DEST)/include/
+	install -m 0644 $(BUILD)/libember.a $(DEST)/lib/libember.a
+	install -m 0755 $(BUILD)/libember.so $(DEST)/lib/libember.so.$(VERSION)
+	ln -sf libember.so.$(VERSION) $(DEST)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DEST)/lib/libember.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@LIBS_PRIVATE@|$(LDLIBS)|' lib/ember.pc.in >$(DEST)/lib/pkgconfig/ember.pc
+uninstall:
+	rm -f $(DEST)/bin/ember $(DEST)/lib/libember.a $(DEST)/lib/libember.so \
+	      $(DEST)/lib/$(SONAME) $(DEST)/lib/libember.so.$(VERSION) \
+	      $(DEST)/lib/pkgconfig/ember.pc $(INSTALL_HDR:include/%=$(DEST)/include/%)
 
 $(BUILD)/ember: $(TOOL_OBJ) $(BUILD)/libember.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

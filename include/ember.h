@@ -62,6 +62,24 @@ const char *ember_status_name(ember_status status);
 /* The message of the last failure on the calling thread ("" if none). */
 const char *ember_last_error(void);
 
+/* The version of these headers; ember_version_string() is the library's
+ * (they differ when a program runs against another build of libember). */
+#define EMBER_VERSION_MAJOR 0
+#define EMBER_VERSION_MINOR 1
+#define EMBER_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" of the library. Static, never NULL. */
+const char *ember_version_string(void);
+
+/* How the library was built and what it runs here, as a JSON object in
+ * *json (ember_free): {"version", "compiler",
+ * "arch", "kernels_built": the kernel sets compiled in ("scalar", "avx2",
+ * "avx512" on x86-64; "scalar", "neon" on aarch64), "kernels_runnable": those
+ * this CPU runs, "kernels_default": the set a model uses when its params
+ * name none, "cpu": {the instruction-set flags cpuid reports}}. Any thread.
+ * Errors: NO_MEMORY. */
+ember_status ember_build_info(char **json);
+
 /* How the MLP's GELU is computed. ERF is exact and the model's own; TANH is the
  * approximation some other runtimes use (expect ~70 dB logits SNR against ERF). */
 typedef enum ember_gelu {
@@ -149,7 +167,7 @@ void ember_session_reset(ember_session *session);
 /* Bytes allocated for the KV caches of this session. */
 size_t ember_session_cache_bytes(const ember_session *session);
 
-/* Step statistics (src/base/stats.h; NULL: off, the default): each
+/* Step statistics (ember_stats.h; NULL: off, the default): each
  * one-token decode step then records the time of its full-attention and of
  * its sliding-window layers. The recorder belongs to the caller's thread. */
 typedef struct ember_stats ember_stats;
@@ -168,5 +186,11 @@ ember_status ember_session_bench_fill(ember_session *session, int32_t n_tokens);
 #ifdef __cplusplus
 }
 #endif
+
+/* The rest of the public API, by concern (each also includes this file). */
+#include "ember_text.h"
+#include "ember_speech.h"
+#include "ember_stats.h"
+#include "ember_profile.h"
 
 #endif /* EMBER_H */

@@ -14,6 +14,8 @@ packages=(
   libmicrohttpd-dev # `ember serve`: the HTTP server
   python3-torch     # the PyTorch reference (reference/) and checkpoint generator
   python3-numpy
+  python3-pip            # tests/e2e/python.sh: `pip install ./python` (offline)
+  python3-setuptools     # ... its build backend, used without build isolation
   gcc-aarch64-linux-gnu  # NEON kernels: cross-built kernel test (make neon-test)
   libc6-dev-arm64-cross
   qemu-user              # ... run under qemu-aarch64

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_public.h"
 
 const char cli_common_usage[] =
     "  --dtype f32|f16|bf16|q8_0|q4_0   convert the weights at load (default: as stored)\n"

@@ -1,16 +1,14 @@
 /* `--profile auto|off|explain` for the commands that run a model: the
- * derived profile of src/edge/ (the machine's probe plus the model's
- * geometry) picks what the command line leaves open. For a Spark model
- * (generate, chat, serve) that is the weight format and the thread count;
- * the context and the KV format stay the command's own. For a Qwen3-TTS
- * model (tts, bench tts, serve --tts) it is the talker and predictor's
- * weight format, and the CPUs the generator and the audio decoder run on. */
+ * derived profile (the machine's probe plus the model's geometry) picks
+ * what the command line leaves open. For a Spark model (generate, chat,
+ * serve) that is the weight format and the thread count, through the public
+ * ember_profile_apply; the context and the KV format stay the command's
+ * own. The speech commands' half is cli_profile_tts.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "edge/probe.h"
+#include "cli_public.h"
 
 int cli_profile_option(int c, const char *arg, const char *cmd, cli_profile *p)
 {
@@ -25,71 +23,46 @@ int cli_profile_option(int c, const char *arg, const char *cmd, cli_profile *p)
     return 1;
 }
 
-/* The profile of the model in dir: 1 with *prof, 0 when there is none (off,
- * or a GGUF file or a directory the profile cannot read: the defaults
- * stand), -1 on a bad hardware profile (message printed). */
-static int derive(const char *dir, cli_profile mode, const char *cmd, const edge_derive_opts *o,
-                  edge_profile *prof)
+/* Prints the reasons (newline-separated lines), one "profile:" line each. */
+static void print_why(const char *cmd, const char *why)
 {
-    edge_hw hw;
-    edge_model_info info;
-    if (mode == CLI_PROFILE_OFF) return 0;
-    if (edge_model_info_load(dir, &info) != EMBER_OK) {
-        if (mode == CLI_PROFILE_EXPLAIN)
-            fprintf(stderr, "ember %s: profile: %s; using the defaults\n", cmd, ember_last_error());
-        return 0;
+    for (const char *at = why; at && *at;) {
+        const char *nl = strchr(at, '\n');
+        int n = nl ? (int)(nl - at) : (int)strlen(at);
+        fprintf(stderr, "ember %s: profile: %.*s\n", cmd, n, at);
+        at = nl ? nl + 1 : NULL;
     }
-    if (edge_hw_detect(NULL, getenv("EMBER_HW_PROFILE"), &hw) != EMBER_OK ||
-        edge_derive(&hw, &info, o, prof) != EMBER_OK) {
-        fprintf(stderr, "ember %s: profile: %s\n", cmd, ember_last_error());
-        return -1;
-    }
-    return 1;
 }
 
-/* --profile explain: the reasons of what the command uses, and which
- * explicit flags overrode them. */
-static void explain(const edge_profile *prof, const edge_why *shown, size_t n_shown, const edge_explicit *x,
-                    const char *cmd, const char *dtype_flag)
+/* A failed profile: the message, naming EMBER_HW_PROFILE when the hardware
+ * profile came from it. */
+int cli_profile_error(const char *cmd, const char *hardware)
 {
-    for (size_t i = 0; i < n_shown; i++) fprintf(stderr, "ember %s: profile: %s\n", cmd, prof->why[shown[i]]);
-    if (x->weight_type) fprintf(stderr, "ember %s: profile: %s given, it wins\n", cmd, dtype_flag);
-    if (x->n_threads) fprintf(stderr, "ember %s: profile: --threads given, it wins\n", cmd);
+    fprintf(stderr, "ember %s: profile: %s%s\n", cmd, hardware && *hardware ? "EMBER_HW_PROFILE: " : "",
+            ember_last_error());
+    return -1;
 }
 
 int cli_apply_profile(const char *dir, cli_profile mode, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp)
 {
-    edge_profile prof;
-    edge_derive_opts o = {sp->max_context, sp->kv_type, sp->prefill_chunk};
-    int r = derive(dir, mode, cmd, &o, &prof);
-    if (r <= 0) return r;
-    const edge_explicit x = {mp->weight_type, sp->n_threads, sp->max_context, sp->kv_type};
-    /* what a text command uses: the format, the threads, the cache */
-    static const edge_why shown[] = {EDGE_WHY_DTYPE, EDGE_WHY_THREADS, EDGE_WHY_KV, EDGE_WHY_SEQS};
-    if (mode == CLI_PROFILE_EXPLAIN) explain(&prof, shown, sizeof shown / sizeof *shown, &x, cmd, "--dtype");
-    edge_profile_apply(&prof, &x, mp, sp);
+    if (mode == CLI_PROFILE_OFF) return 0;
+    ember_profile_params pp = ember_profile_default_params();
+    pp.hardware = getenv("EMBER_HW_PROFILE");
+    const int dtype_given = mp->weight_type != EMBER_TYPE_NONE, threads_given = sp->n_threads != 0;
+    int applied;
+    char *why = NULL;
+    if (ember_profile_apply(dir, &pp, mp, sp, &applied, mode == CLI_PROFILE_EXPLAIN ? &why : NULL) != EMBER_OK)
+        return cli_profile_error(cmd, pp.hardware);
+    if (mode == CLI_PROFILE_EXPLAIN) {
+        if (!applied) {
+            fprintf(stderr, "ember %s: profile: %s; using the defaults\n", cmd, why ? why : "");
+        } else {
+            print_why(cmd, why);
+            if (dtype_given) fprintf(stderr, "ember %s: profile: --dtype given, it wins\n", cmd);
+            if (threads_given) fprintf(stderr, "ember %s: profile: --threads given, it wins\n", cmd);
+        }
+    }
+    ember_free(why);
     return 0;
-}
-
-int cli_apply_tts_profile(const char *dir, cli_profile mode, const char *cmd, ember_type *weight_type,
-                          edge_profile *out)
-{
-    const edge_derive_opts o = {0, EMBER_TYPE_NONE, 0};
-    edge_profile own;
-    const int placed = out != NULL;
-    if (!out) out = &own;
-    int r = derive(dir, mode, cmd, &o, out);
-    if (r <= 0) return r;
-    const edge_explicit x = {*weight_type, 0, 0, EMBER_TYPE_NONE};
-    /* what speech uses: the format, and where placed, the generator's CPUs
-     * and the audio decoder's */
-    static const edge_why shown[] = {EDGE_WHY_DTYPE, EDGE_WHY_THREADS, EDGE_WHY_AUDIO};
-    /* the server names the speech model's format --tts-dtype ("serve --tts") */
-    if (mode == CLI_PROFILE_EXPLAIN)
-        explain(out, shown, placed ? 3 : 1, &x, cmd, strstr(cmd, "--tts") ? "--tts-dtype" : "--dtype");
-    ember_model_params mp = {.weight_type = *weight_type};
-    edge_profile_apply(out, &x, &mp, NULL);
-    *weight_type = mp.weight_type;
-    return 1;
 }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
+#include "cli_public.h"
 
 ember_stats *cli_stats_open(const char *flag, const char *role, const char *cmd)
 {

@@ -7,13 +7,13 @@
  *               (--jsonl: one JSON id array per line -> one JSON string per line) */
 #include <cjson/cJSON.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_public.h"
 #include "ember.h"
-#include "text/tokenizer.h"
 
 static char *read_all(FILE *f, size_t *len)
 {
@@ -43,20 +43,20 @@ static void print_ids(const int32_t *ids, size_t n, const char *sep)
     for (size_t i = 0; i < n; i++) printf(i ? "%s%d" : "%.0s%d", sep, (int)ids[i]);
 }
 
-static int load_tokenizer(const char *model, et_tokenizer **tok)
+static int load_tokenizer(const char *model, ember_tokenizer **tok)
 {
     if (!model) {
         fprintf(stderr, "error: -m MODEL_OR_TOKENIZER is required\n");
         return 1;
     }
-    if (et_tokenizer_load(model, tok) != EMBER_OK) {
+    if (ember_tokenizer_load(model, tok) != EMBER_OK) {
         fprintf(stderr, "error: %s\n", ember_last_error());
         return 1;
     }
     return 0;
 }
 
-static int print_json(const et_tokenizer *tok, const int32_t *ids, size_t n)
+static int print_json(const ember_tokenizer *tok, const int32_t *ids, size_t n)
 {
     cJSON *root = cJSON_CreateObject(), *jids = cJSON_AddArrayToObject(root, "ids"),
           *pieces = cJSON_AddArrayToObject(root, "pieces");
@@ -65,7 +65,7 @@ static int print_json(const et_tokenizer *tok, const int32_t *ids, size_t n)
         return 1;
     }
     for (size_t i = 0; i < n; i++) {
-        const char *piece = et_tokenizer_token(tok, ids[i]);
+        const char *piece = ember_tokenizer_piece(tok, ids[i]);
         cJSON_AddItemToArray(jids, cJSON_CreateNumber(ids[i]));
         cJSON_AddItemToArray(pieces, cJSON_CreateString(piece ? piece : ""));
     }
@@ -78,7 +78,7 @@ static int print_json(const et_tokenizer *tok, const int32_t *ids, size_t n)
 }
 
 /* One JSON string per line in, one JSON array of ids per line out. */
-static int run_jsonl(const et_tokenizer *tok, bool add_special)
+static int run_jsonl(const ember_tokenizer *tok, bool add_special)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -96,7 +96,7 @@ static int run_jsonl(const et_tokenizer *tok, bool add_special)
         }
         int32_t *ids;
         size_t n;
-        if (et_tokenizer_encode(tok, j->valuestring, strlen(j->valuestring), add_special, &ids, &n) != EMBER_OK) {
+        if (ember_tokenizer_encode(tok, j->valuestring, strlen(j->valuestring), add_special, &ids, &n) != EMBER_OK) {
             fprintf(stderr, "error: stdin line %zu: %s\n", lineno, ember_last_error());
             cJSON_Delete(j);
             rc = 1;
@@ -105,7 +105,7 @@ static int run_jsonl(const et_tokenizer *tok, bool add_special)
         putchar('[');
         print_ids(ids, n, ",");
         puts("]");
-        free(ids);
+        ember_free(ids);
         cJSON_Delete(j);
     }
     free(line);
@@ -133,7 +133,7 @@ int cmd_tokenize(int argc, char **argv)
         default: return 1;
         }
     }
-    et_tokenizer *tok;
+    ember_tokenizer *tok;
     if (load_tokenizer(model, &tok)) return 1;
     int rc = 0;
     if (jsonl) {
@@ -146,7 +146,7 @@ int cmd_tokenize(int argc, char **argv)
         if (!text) {
             fprintf(stderr, "error: out of memory reading stdin\n");
             rc = 1;
-        } else if (et_tokenizer_encode(tok, text, len, add_special, &ids, &n) != EMBER_OK) {
+        } else if (ember_tokenizer_encode(tok, text, len, add_special, &ids, &n) != EMBER_OK) {
             fprintf(stderr, "error: %s\n", ember_last_error());
             rc = 1;
         } else if (json) {
@@ -155,15 +155,15 @@ int cmd_tokenize(int argc, char **argv)
             print_ids(ids, n, " ");
             putchar('\n');
         }
-        free(ids);
+        ember_free(ids);
         free(text);
     }
-    et_tokenizer_free(tok);
+    ember_tokenizer_free(tok);
     return rc;
 }
 
 /* One JSON array of ids per line in, one JSON string per line out. */
-static int run_detok_jsonl(const et_tokenizer *tok, bool skip_special)
+static int run_detok_jsonl(const ember_tokenizer *tok, bool skip_special)
 {
     char *line = NULL;
     size_t cap = 0, lineno = 0;
@@ -184,7 +184,7 @@ static int run_detok_jsonl(const et_tokenizer *tok, bool skip_special)
         char *text = NULL;
         size_t tlen;
         if (rc) fprintf(stderr, "error: stdin line %zu: expected a JSON array of token ids\n", lineno);
-        else if (et_tokenizer_decode(tok, ids, k, skip_special, &text, &tlen) != EMBER_OK) {
+        else if (ember_tokenizer_decode(tok, ids, k, skip_special, &text, &tlen) != EMBER_OK) {
             fprintf(stderr, "error: stdin line %zu: %s\n", lineno, ember_last_error());
             rc = 1;
         } else {
@@ -195,7 +195,7 @@ static int run_detok_jsonl(const et_tokenizer *tok, bool skip_special)
             free(out);
             cJSON_Delete(str);
         }
-        free(text);
+        ember_free(text);
         free(ids);
         cJSON_Delete(j);
     }
@@ -226,10 +226,10 @@ int cmd_detokenize(int argc, char **argv)
         }
     }
     if (jsonl) {
-        et_tokenizer *jtok;
+        ember_tokenizer *jtok;
         if (load_tokenizer(model, &jtok)) return 1;
         int jrc = run_detok_jsonl(jtok, skip_special);
-        et_tokenizer_free(jtok);
+        ember_tokenizer_free(jtok);
         return jrc;
     }
     size_t len;
@@ -254,20 +254,20 @@ int cmd_detokenize(int argc, char **argv)
             ids[n++] = (int32_t)v;
     }
     free(input);
-    et_tokenizer *tok = NULL;
+    ember_tokenizer *tok = NULL;
     if (!rc) rc = load_tokenizer(model, &tok);
     if (!rc) {
         char *text;
         size_t tlen;
-        if (et_tokenizer_decode(tok, ids, n, skip_special, &text, &tlen) != EMBER_OK) {
+        if (ember_tokenizer_decode(tok, ids, n, skip_special, &text, &tlen) != EMBER_OK) {
             fprintf(stderr, "error: %s\n", ember_last_error());
             rc = 1;
         } else {
             fwrite(text, 1, tlen, stdout);
-            free(text);
+            ember_free(text);
         }
     }
-    et_tokenizer_free(tok);
+    ember_tokenizer_free(tok);
     free(ids);
     return rc;
 }

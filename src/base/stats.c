@@ -339,9 +339,10 @@ static cJSON *attribution_json(const ember_stats *st, ember_stat_domain domain, 
     return o;
 }
 
-ember_status ember_stats_write_json(const ember_stats *st, const char *path)
+/* The dump as cJSON_Print's text (malloc'd, no newline). */
+static ember_status stats_text(const ember_stats *st, const char *what, char **out)
 {
-    if (!st || !path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_stats_write_json: NULL argument");
+    *out = NULL;
     ember_status e = EMBER_OK;
     cJSON *root = cJSON_CreateObject(), *counters = NULL, *attr = NULL;
     bool ok = root && cJSON_AddStringToObject(root, "role", st->role) &&
@@ -369,7 +370,24 @@ ember_status ember_stats_write_json(const ember_stats *st, const char *path)
         free(text);
         return e;
     }
-    if (!text) return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory building the stats JSON", path);
+    if (!text) return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory building the stats JSON", what);
+    *out = text;
+    return EMBER_OK;
+}
+
+ember_status ember_stats_json(const ember_stats *st, char **json)
+{
+    if (json) *json = NULL;
+    if (!st || !json) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_stats_json: NULL argument");
+    return stats_text(st, "ember_stats_json", json);
+}
+
+ember_status ember_stats_write_json(const ember_stats *st, const char *path)
+{
+    if (!st || !path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_stats_write_json: NULL argument");
+    char *text;
+    ember_status e = stats_text(st, path, &text);
+    if (e) return e;
     size_t len = strlen(text);
     text[len] = '\n'; /* cJSON_Print leaves no newline; its NUL makes room for one */
     e = io_write_file_atomic(path, text, len + 1);

@@ -41,38 +41,8 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "ember.h"
-
-typedef enum ember_stat_id {
-    /* text */
-    EMBER_STAT_QUEUE_WAIT = 0, /* a request waiting for a slot (server) */
-    EMBER_STAT_PREFILL,        /* the prompt's forward pass */
-    EMBER_STAT_DECODE_FULL,    /* one decode step's full-attention layers */
-    EMBER_STAT_DECODE_SLIDING, /* one decode step's sliding-window layers */
-    EMBER_STAT_SAMPLER,        /* one sampling call (one per generated token) */
-    EMBER_STAT_DETOKENIZE,     /* the streaming detokenizer for one token */
-    EMBER_STAT_TOKEN,          /* one whole generated token, wall time */
-    /* speech */
-    EMBER_STAT_TALKER,         /* the talker step of one frame */
-    EMBER_STAT_PREDICTOR,      /* the code predictor of one frame */
-    EMBER_STAT_CODEC_DECODE,   /* the speech decoder on one chunk */
-    EMBER_STAT_HANDOFF,        /* a chunk waiting between generator and decoder */
-    EMBER_STAT_N_BUILTIN
-} ember_stat_id;
-
-typedef enum ember_stat_domain { EMBER_STAT_TEXT = 0, EMBER_STAT_SPEECH } ember_stat_domain;
-
-#define EMBER_STATS_MAX_SERIES 32 /* the built-in ones plus room for more */
-#define EMBER_STATS_RESERVOIR 20000
-#define EMBER_STATS_NAME_MAX 32
-#define EMBER_STATS_FRAME_MS 80.0
-
-typedef struct ember_stats ember_stats;
-
-typedef struct ember_stat_summary {
-    int64_t count;
-    double sum_ms, mean_ms, p50_ms, p95_ms, max_ms;
-} ember_stat_summary;
+/* The recorder's public half: the series ids, the summaries, the dump. */
+#include "ember_stats.h"
 
 /* A monotonic clock in milliseconds (CLOCK_MONOTONIC): differences only. */
 static inline double ember_clock_ms(void)
@@ -81,24 +51,6 @@ static inline double ember_clock_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
-
-/* The stats file: `flag` (the --stats value) when given, else `env` (pass
- * getenv("EMBER_STATS")), else NULL (off). Empty strings count as not given. */
-const char *ember_stats_path(const char *flag, const char *env);
-
-/* A recorder with the built-in series. `role` names it in the dump and the
- * table ("text", "tts"; NULL: "ember"). */
-ember_status ember_stats_create(const char *role, ember_stats **out);
-void ember_stats_free(ember_stats *st);
-
-/* Adds a series (name: [A-Za-z0-9_.]{1,31}, not already used); *id is what
- * to record it under. Fails when EMBER_STATS_MAX_SERIES are in use. */
-ember_status ember_stats_add_series(ember_stats *st, const char *name, ember_stat_domain domain,
-                                    int *id);
-
-/* The recording itself; use the inline wrappers below. An id that names no
- * series is ignored. */
-void ember_stats_record_on(ember_stats *st, int id, double ms);
 
 /* Records one sample of `ms` milliseconds. */
 static inline void ember_stats_record(ember_stats *st, int id, double ms)
@@ -113,26 +65,5 @@ static inline void ember_stats_stop(ember_stats *st, int id, double t0)
 {
     if (st) ember_stats_record_on(st, id, ember_clock_ms() - t0);
 }
-
-/* Folds src into dst, series by name (adding to dst the ones it lacks):
- * counts, sums add, max is the larger, src's samples go into dst's
- * reservoir by the same rule as if recorded there. src is unchanged. */
-ember_status ember_stats_merge(ember_stats *dst, const ember_stats *src);
-
-/* The series with this name, -1 if none. */
-int ember_stats_find(const ember_stats *st, const char *name);
-/* The summary of series id (zeros for an unused id). Fails only when out of
- * memory (the percentiles sort a copy of the reservoir). */
-ember_status ember_stats_summary(const ember_stats *st, int id, ember_stat_summary *out);
-
-/* The attribution as markdown: a text table (share of the token time) and a
- * speech table (share of the 80 ms frame), each only when it has rows. */
-ember_status ember_stats_write_table(const ember_stats *st, FILE *f);
-
-/* The whole recorder as JSON, written atomically (temporary file + rename):
- * {"role", "pid", "started_at", "dumped_at", "counters": {name: {count,
- * sum_ms, mean_ms, p50_ms, p95_ms, max_ms}}, "attribution": {"text":
- * {tokens, token_ms, rows: [...]}, "speech": {frames, frame_ms, rows}}}. */
-ember_status ember_stats_write_json(const ember_stats *st, const char *path);
 
 #endif

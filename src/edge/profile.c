@@ -14,9 +14,12 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/status.h"
+#include "edge/hw_json.h"
+#include "edge/probe.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define STEADY_FRAMES 25         /* 2 s of audio at 12.5 frames/s: the steady chunk */
@@ -496,4 +499,32 @@ cJSON *edge_profile_to_json(const edge_profile *p)
         return NULL;
     }
     return o;
+}
+
+ember_status edge_hw_for(const char *root, const char *hardware, edge_hw *out)
+{
+    if (root) return edge_probe(root, out);
+    if (hardware && *hardware) return edge_hw_override(hardware, out);
+    return edge_probe("/", out);
+}
+
+ember_status edge_profile_for(const char *dir, const char *root, const char *hardware,
+                              const edge_derive_opts *o, edge_profile *prof, bool *found,
+                              char *reason, size_t cap)
+{
+    *found = false;
+    if (cap) reason[0] = 0;
+    edge_model_info info;
+    if (edge_model_info_load(dir, &info) != EMBER_OK) {
+        if (cap) snprintf(reason, cap, "%s", ember_last_error());
+        ember_clear_error();
+        return EMBER_OK;
+    }
+    edge_hw *hw = malloc(sizeof *hw);
+    if (!hw) return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory probing the hardware", dir);
+    ember_status st = edge_hw_for(root, hardware, hw);
+    if (!st) st = edge_derive(hw, &info, o, prof);
+    free(hw);
+    if (!st) *found = true;
+    return st;
 }

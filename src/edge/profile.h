@@ -82,4 +82,19 @@ cJSON *edge_profile_to_json(const edge_profile *p);
 
 const char *edge_type_name(ember_type t);
 
+/* The machine's hardware profile: the probe of root (NULL: "/") when given,
+ * else `hardware` (a JSON object or the path of a JSON file; errors carry
+ * edge_hw_override's message, unprefixed) when non-empty, else the probe of
+ * this machine. */
+ember_status edge_hw_for(const char *root, const char *hardware, edge_hw *out);
+
+/* The profile of the model in dir on that machine (what the API's
+ * ember_profile_apply and the CLI's --profile share): EMBER_OK with
+ * *found = true and *prof; EMBER_OK with *found = false when the model has
+ * no profile (a GGUF file, an unreadable config), its reason in
+ * reason[cap]; an error for a bad hardware profile or bad options. */
+ember_status edge_profile_for(const char *dir, const char *root, const char *hardware,
+                              const edge_derive_opts *o, edge_profile *prof, bool *found,
+                              char *reason, size_t cap);
+
 #endif

@@ -3,6 +3,8 @@
 #ifndef EMBER_LLM_SESSION_INTERNAL_H
 #define EMBER_LLM_SESSION_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "ember.h"
 #include "llm/forward.h"
 #include "llm/kv.h"
@@ -17,6 +19,7 @@ struct ember_session {
     float *logits;   /* vocab */
     llm_work work;   /* prefill_chunk rows */
     ember_stats *stats; /* decode-step timers by layer type; NULL: off */
+    atomic_int cancel;  /* ember_session_cancel: set from any thread, taken by generate */
 };
 
 /* The cache format of a session's kv_type (ET_DTYPE_COUNT when invalid). */

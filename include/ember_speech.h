@@ -1,0 +1,102 @@
+/*
+ * ember_speech.h - Qwen3-TTS text to speech, streamed chunk by chunk.
+ *
+ * Included by ember.h; include either. Compiles as C99 and C++. Conventions
+ * as in ember_text.h: statuses, ember_last_error(), no printing, no exit.
+ *
+ *     ember_tts_params tp = ember_tts_default_params();
+ *     ember_tts *tts;  ember_tts_load("Qwen3-TTS-12Hz-0.6B-CustomVoice/", &tp, &tts);
+ *     ember_speech_request rq = ember_speech_default_request();
+ *     rq.text = "Hello."; rq.speaker = "ryan"; rq.language = "english";
+ *     ember_tts_speak(tts, &rq, NULL, on_s16, file, &timings);
+ *
+ * An ember_tts holds the talker, the code predictor, the speech decoder and
+ * one generation stream: it runs one request at a time (one thread at a
+ * time); load several to speak in parallel. While a request runs, frames are
+ * generated on the calling thread and decoded to PCM on a decoder thread,
+ * whose chunks the callbacks receive, in order, the moment each is ready.
+ */
+#ifndef EMBER_SPEECH_H
+#define EMBER_SPEECH_H
+
+#include "ember.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ember_tts ember_tts;
+
+typedef struct ember_tts_params {
+    ember_type weight_type;  /* talker and predictor: NONE (default) keeps the file's */
+    ember_type decoder_type; /* speech decoder: NONE/F32 (default) or BF16 */
+    const char *kernels;     /* NULL: the best set this CPU runs */
+    int32_t n_threads;       /* generator threads incl. the caller; 0: one per CPU */
+    int32_t decoder_threads; /* decoder threads; 0: one per CPU (they take turns) */
+    int32_t max_frames;      /* the longest utterance in 80 ms frames; default 1000 */
+    int32_t max_text_tokens; /* the longest text; default 512 */
+} ember_tts_params;
+
+ember_tts_params ember_tts_default_params(void);
+
+/* dir: a Qwen3-TTS checkpoint directory (config.json, model.safetensors,
+ * speech_tokenizer/, tokenizer). Errors name the file or tensor at fault. */
+ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tts **out);
+void ember_tts_free(ember_tts *tts);
+
+/* Samples per second of the PCM (24000). */
+int32_t ember_tts_sample_rate(const ember_tts *tts);
+
+typedef struct ember_speech_request {
+    const char *text;     /* UTF-8, required */
+    const char *speaker;  /* a speaker of the checkpoint ("ryan"), or NULL */
+    const char *language; /* "english", ..., NULL or "auto" */
+    uint64_t seed;        /* default 0 */
+    int greedy;           /* argmax for talker and predictor; default 0 (sampled as the
+                             model's generation_config says) */
+    int32_t max_frames;   /* 0 (default): the model's max_new_tokens, capped by the
+                             params' max_frames */
+    const char *chunks;   /* frames per chunk, "2,4,8,16,25" (the last repeats);
+                             NULL: that default ramp */
+} ember_speech_request;
+
+ember_speech_request ember_speech_default_request(void);
+
+typedef struct ember_speech_chunk {
+    int32_t index;       /* 0, 1, ... */
+    int32_t first_frame; /* its first frame in the utterance */
+    int32_t n_frames;
+    double ready_ms;     /* since the request started: the audio is ready */
+    double decode_ms;    /* the decoder's time on this chunk */
+} ember_speech_chunk;
+
+/* n samples of mono PCM, floats in [-1, 1] or s16. Called on the decoder
+ * thread, in order, valid during the call. Non-zero cancels the request. */
+typedef int (*ember_pcm_f32_fn)(void *user, const float *pcm, size_t n, const ember_speech_chunk *chunk);
+typedef int (*ember_pcm_s16_fn)(void *user, const int16_t *pcm, size_t n, const ember_speech_chunk *chunk);
+
+typedef struct ember_speech_timings {
+    int32_t frames, chunks;
+    double prefill_ms;     /* the prompt, before the first frame */
+    double talker_ms, predictor_ms, decoder_ms; /* totals */
+    double first_audio_ms; /* the first chunk ready */
+    double total_ms;
+} ember_speech_timings;
+
+/* Speaks one request: each decoded chunk goes to on_f32 and/or on_s16 (either
+ * may be NULL; both get the same samples). timings (may be NULL) is filled on
+ * success and on cancellation. Errors: INVALID_ARG (no text, an unknown
+ * speaker or language, a bad chunks string, text over max_text_tokens),
+ * CANCELLED (a callback or ember_tts_cancel). */
+ember_status ember_tts_speak(ember_tts *tts, const ember_speech_request *rq, ember_pcm_f32_fn on_f32,
+                             ember_pcm_s16_fn on_s16, void *user, ember_speech_timings *timings);
+
+/* Stops the request running on tts at its next chunk (any thread). A cancel
+ * that arrives while none runs stops the next one at its first chunk. */
+void ember_tts_cancel(ember_tts *tts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMBER_SPEECH_H */

@@ -1,0 +1,260 @@
+/*
+ * ember_text.h - text: tokenizer, chat template, generation, conversations.
+ *
+ * Included by ember.h; include either. Compiles as C99 and C++.
+ *
+ * Conventions of this header (and of all of ember's):
+ * - Every call that can fail returns an ember_status; on failure
+ *   ember_last_error() (per thread) says what and where, outputs are left
+ *   NULL/zero and nothing is leaked. The library never prints or exits.
+ * - Memory the library hands out (`char **`, `int32_t **` outputs) is the
+ *   caller's and is released with ember_free().
+ * - Loaded objects (ember_tokenizer, ember_chat_template, ember_model) are
+ *   immutable: any number of threads may use one at once. Objects with state
+ *   (ember_session, ember_conversation) are used by one thread at a time;
+ *   only the *_cancel calls may come from any thread.
+ * - Callbacks run on the calling thread, in order; returning non-zero from
+ *   one stops the call, which then returns EMBER_ERR_CANCELLED.
+ *
+ *     ember_tokenizer *tok;   ember_tokenizer_load("Spark-X2.5-1.7B/", &tok);
+ *     ember_chat_template *t; ember_chat_template_load("Spark-X2.5-1.7B/", &t);
+ *     ember_conversation_params cp = ember_conversation_default_params();
+ *     cp.tools_json = "[{\"type\": \"function\", ...}]";
+ *     ember_conversation *c;  ember_conversation_create(model, tok, t, &cp, &c);
+ *     ember_conversation_add(c, "user", "Weather in Paris?");
+ *     ember_generate_params gp = ember_generate_default_params();
+ *     gp.on_text = print_delta;  gp.on_tool_call = run_tool;
+ *     ember_generate_result r;
+ *     ember_conversation_respond(c, &gp, &r);   // only new tokens are run
+ */
+#ifndef EMBER_TEXT_H
+#define EMBER_TEXT_H
+
+#include "ember.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Releases memory the library returned through an output pointer. NULL is fine. */
+void ember_free(void *p);
+
+/* ---- tokenizer ------------------------------------------------------- */
+
+/* A Hugging Face tokenizer (tokenizer.json; or vocab.json + merges.txt). */
+typedef struct ember_tokenizer ember_tokenizer;
+
+/* path: a tokenizer.json file or a model directory holding one.
+ * Errors: IO (missing file), FORMAT (bad JSON, unknown model type). */
+ember_status ember_tokenizer_load(const char *path, ember_tokenizer **out);
+void ember_tokenizer_free(ember_tokenizer *tok);
+
+/* text: len bytes of UTF-8 (invalid UTF-8 is EMBER_ERR_INVALID_ARG).
+ * add_special: add the post-processor's special tokens (BOS), as Hugging
+ * Face's add_special_tokens. *ids (ember_free) may be NULL when *n_ids is 0. */
+ember_status ember_tokenizer_encode(const ember_tokenizer *tok, const char *text, size_t len,
+                                    int add_special, int32_t **ids, size_t *n_ids);
+/* *text (ember_free): NUL-terminated UTF-8, *len bytes (len may be NULL);
+ * byte sequences the ids spell that are not UTF-8 come back as U+FFFD.
+ * skip_special: leave special tokens out. Ids outside the vocabulary: INVALID_ARG. */
+ember_status ember_tokenizer_decode(const ember_tokenizer *tok, const int32_t *ids, size_t n,
+                                    int skip_special, char **text, size_t *len);
+/* The largest id + 1, added tokens included. */
+int32_t ember_tokenizer_vocab_size(const ember_tokenizer *tok);
+/* The vocabulary entry of id as stored (byte-level pieces look like "Ġthe"),
+ * NULL for no such id. Owned by the tokenizer. */
+const char *ember_tokenizer_piece(const ember_tokenizer *tok, int32_t id);
+/* The id of a vocabulary entry, -1 when absent. */
+int32_t ember_tokenizer_find(const ember_tokenizer *tok, const char *piece);
+/* 1 when id is a special (added, special) token. */
+int ember_tokenizer_is_special(const ember_tokenizer *tok, int32_t id);
+/* The ids that end a turn for the model in model_dir: eos_token_id of
+ * generation_config.json and config.json, and tokenizer_config.json's
+ * eos_token, deduplicated, at most cap of them. Missing files are fine;
+ * malformed ones are EMBER_ERR_FORMAT. */
+ember_status ember_tokenizer_end_of_turn_ids(const ember_tokenizer *tok, const char *model_dir,
+                                             int32_t *ids, size_t cap, size_t *n);
+
+/* ---- chat template --------------------------------------------------- */
+
+/* The model's own chat template (tokenizer_config.json's chat_template, or
+ * chat_template.jinja / .json) with its special tokens. */
+typedef struct ember_chat_template ember_chat_template;
+
+ember_status ember_chat_template_load(const char *model_dir, ember_chat_template **out);
+/* A template from source; bos/eos may be NULL. */
+ember_status ember_chat_template_from_string(const char *source, const char *bos, const char *eos,
+                                             ember_chat_template **out);
+void ember_chat_template_free(ember_chat_template *t);
+
+typedef struct ember_chat_params {
+    int add_generation_prompt; /* default 1 */
+    int enable_thinking;       /* -1 (default): not passed; 0/1: passed to the template */
+    const char *extra_json;    /* an object of more template variables, or NULL */
+} ember_chat_params;
+
+ember_chat_params ember_chat_default_params(void);
+
+/* messages_json: an array of OpenAI messages ({role, content, tool_calls?,
+ * reasoning_content?, tool_call_id?}); tools_json: an array of OpenAI tools,
+ * or NULL. *prompt (ember_free): the rendered text. Errors: FORMAT (bad
+ * JSON, a template error naming the line). */
+ember_status ember_chat_template_render(const ember_chat_template *t, const char *messages_json,
+                                        const char *tools_json, const ember_chat_params *p,
+                                        char **prompt);
+
+/* ---- generation ------------------------------------------------------ */
+
+typedef enum ember_text_kind {
+    EMBER_TEXT_CONTENT = 0, /* the reply */
+    EMBER_TEXT_REASONING    /* inside <think>...</think>, without the tags */
+} ember_text_kind;
+
+typedef struct ember_tool_call {
+    const char *id;        /* "call_0", "call_1", ... per response */
+    const char *name;
+    const char *arguments; /* a compact JSON object */
+} ember_tool_call;
+
+/* A text delta: len bytes of UTF-8 (whole characters, not NUL-terminated).
+ * Valid during the call only. Non-zero cancels. */
+typedef int (*ember_text_fn)(void *user, ember_text_kind kind, const char *text, size_t len);
+/* One complete tool call; pointers valid during the call only. Non-zero cancels. */
+typedef int (*ember_tool_call_fn)(void *user, const ember_tool_call *call);
+
+typedef struct ember_logit_bias {
+    int32_t id;
+    float bias;
+} ember_logit_bias;
+
+typedef struct ember_generate_params {
+    /* sampling, in Hugging Face's order: bias, repetition, presence/frequency,
+     * temperature, top-k, top-p, min-p */
+    float temperature;        /* 0: greedy. default 1 */
+    int32_t top_k;            /* 0: off (default) */
+    float top_p;              /* 1: off (default) */
+    float min_p;              /* 0: off (default) */
+    float repetition_penalty; /* 1: off (default); over prompt and reply */
+    float presence_penalty;   /* 0: off (default); OpenAI's */
+    float frequency_penalty;  /* 0: off (default); OpenAI's */
+    const ember_logit_bias *logit_bias; /* copied; may be NULL */
+    size_t n_logit_bias;
+    uint64_t seed;            /* same seed, same ids; default 0 */
+    /* stopping: the first of these ends the reply */
+    int32_t max_tokens;       /* 0: until a stop; default 256 */
+    const char *const *stop;  /* stop strings (not emitted); copied */
+    size_t n_stop;
+    const int32_t *stop_ids;  /* e.g. ember_tokenizer_end_of_turn_ids(); copied */
+    size_t n_stop_ids;
+    /* tool calls and reasoning */
+    int parse_tools;          /* 1 (default): split <think> reasoning and <tool_call> blocks */
+    /* NULL or "auto" (default): the model decides; "none": no tools offered
+     * (conversations leave them out of the prompt); "required": the reply
+     * opens with a call of one of tool_names; any other string: a call of
+     * that function, and the reply ends after it. The opening up to the
+     * arguments is forced token by token. */
+    const char *tool_choice;
+    const char *const *tool_names; /* for "required" (conversations fill it from their tools) */
+    size_t n_tool_names;
+    /* events (NULL: not wanted) */
+    ember_text_fn on_text;
+    ember_tool_call_fn on_tool_call;
+    void *user;
+    ember_stats *stats;       /* step statistics (ember_stats.h); NULL: off */
+} ember_generate_params;
+
+/* The neutral settings above. */
+ember_generate_params ember_generate_default_params(void);
+/* Applies the model's generation_config.json (do_sample, temperature,
+ * top_k, top_p, min_p, repetition_penalty) over p; greedy when it is absent
+ * or says do_sample false, as Hugging Face. */
+ember_status ember_generate_params_from_model(const char *model_dir, ember_generate_params *p);
+
+typedef enum ember_finish {
+    EMBER_FINISH_NONE = 0,
+    EMBER_FINISH_STOP,       /* a stop id or string */
+    EMBER_FINISH_LENGTH,     /* max_tokens, or the session's context is full */
+    EMBER_FINISH_TOOL_CALLS, /* stopped after calling at least one tool */
+    EMBER_FINISH_CANCELLED   /* a callback or *_cancel */
+} ember_finish;
+
+/* "stop", "length", "tool_calls" (OpenAI's finish_reason), "cancelled", "". */
+const char *ember_finish_name(ember_finish f);
+
+typedef struct ember_generate_result {
+    ember_finish finish;
+    int32_t prompt_tokens;     /* the prompt's tokens */
+    int32_t cached_tokens;     /* of those, already in the cache (not run again) */
+    int32_t completion_tokens; /* sampled (a final stop id included) */
+    int32_t tool_calls;
+    double prefill_ms;         /* running the new prompt tokens */
+    double first_token_ms;     /* from the call to the first sampled token */
+    double decode_ms;          /* from the first to the last sampled token */
+    double total_ms;
+} ember_generate_result;
+
+/* Generates after `prompt`: prefills the n_prompt ids after what the session
+ * already holds, then samples until a stop, max_tokens, a full context or a
+ * cancel. Afterwards the session holds the prompt and every sampled token but
+ * the last (a stop id is never fed). tok may be NULL: then no text events,
+ * stop strings or tool calls, ids only. res may be NULL. On
+ * EMBER_ERR_CANCELLED res says what was done. Thread: the session's. */
+ember_status ember_session_generate(ember_session *session, const ember_tokenizer *tok,
+                                    const int32_t *prompt, size_t n_prompt,
+                                    const ember_generate_params *p, ember_generate_result *res);
+
+/* Stops the generation running on this session at its next token (from any
+ * thread; async-signal-safe). A cancel that arrives while none runs stops the
+ * next one before its first token. */
+void ember_session_cancel(ember_session *session);
+
+/* ---- conversation ---------------------------------------------------- */
+
+/* Messages, the chat template and a session that keeps its cache across
+ * turns: each reply renders the whole conversation and runs only the tokens
+ * past what the session holds (it starts over when the rendering diverges).
+ * The model, tokenizer and template must outlive it. One thread at a time. */
+typedef struct ember_conversation ember_conversation;
+
+typedef struct ember_conversation_params {
+    ember_session_params session; /* default: ember_session_default_params() */
+    const char *system;           /* a system message, or NULL; copied */
+    const char *tools_json;       /* an array of OpenAI tools, or NULL; copied */
+    int enable_thinking;          /* -1 (default): not passed to the template */
+    const char *model_dir;        /* when set: end-of-turn ids from it (else the
+                                     tokenizer's EOS and <|im_end|> if present) */
+} ember_conversation_params;
+
+ember_conversation_params ember_conversation_default_params(void);
+
+ember_status ember_conversation_create(const ember_model *model, const ember_tokenizer *tok,
+                                       const ember_chat_template *tmpl,
+                                       const ember_conversation_params *p,
+                                       ember_conversation **out);
+void ember_conversation_free(ember_conversation *c);
+
+/* Appends a message (role: "user", "system", "assistant", ...). */
+ember_status ember_conversation_add(ember_conversation *c, const char *role, const char *content);
+/* Appends the result of a tool call the last reply made. */
+ember_status ember_conversation_add_tool_result(ember_conversation *c, const char *tool_call_id,
+                                                const char *content);
+/* The assistant's reply to the messages so far, appended to them (its
+ * content, reasoning_content and tool_calls). p's stop_ids, when none are
+ * given, are the conversation's end-of-turn ids; tool_names come from the
+ * tools. After a reply with tool calls, add each result and respond again. */
+ember_status ember_conversation_respond(ember_conversation *c, const ember_generate_params *p,
+                                        ember_generate_result *res);
+/* The messages as a JSON array (ember_free). */
+ember_status ember_conversation_messages(const ember_conversation *c, char **json);
+/* Drops every message but the system one; the cache is kept for reuse. */
+void ember_conversation_clear(ember_conversation *c);
+/* Tokens the session holds. */
+int32_t ember_conversation_cached_tokens(const ember_conversation *c);
+/* ember_session_cancel on the conversation's session; any thread. */
+void ember_conversation_cancel(ember_conversation *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMBER_TEXT_H */

@@ -1,0 +1,28 @@
+/* What the public API's wrappers (src/api) share. Not public API. */
+#ifndef EMBER_API_API_INTERNAL_H
+#define EMBER_API_API_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember_text.h"
+#include "text/toolcall.h"
+
+/* A growing list of token ids. */
+typedef struct api_ids {
+    int32_t *ids;
+    size_t n, cap;
+} api_ids;
+ember_status api_ids_push(api_ids *a, int32_t id);
+
+/* Sees every textgen event before the caller's callbacks; non-zero cancels. */
+typedef int (*api_event_fn)(void *user, const et_toolcall_event *e);
+
+/* ember_session_generate over ids[0..n), of which the session already holds
+ * the first n_cached; ids fed to the session are appended to *fed (NULL: not
+ * kept). */
+ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const int32_t *ids, size_t n,
+                          size_t n_cached, const ember_generate_params *p, api_event_fn also,
+                          void *also_user, api_ids *fed, ember_generate_result *res);
+
+#endif

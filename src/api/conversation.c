@@ -1,0 +1,294 @@
+/* ember_conversation (include/ember_text.h): messages as cJSON, the chat
+ * template rendered every turn, and a session whose cached tokens are
+ * reused: only the tokens past the common prefix of the new prompt and what
+ * the session holds are run. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "api/api_internal.h"
+#include "base/status.h"
+#include "ember_text.h"
+#include "io/json_text.h"
+#include "text/chat.h"
+
+#define MAX_EOT 16
+
+struct ember_conversation {
+    const ember_tokenizer *tok;
+    const et_chat_template *tmpl;
+    ember_session *s;
+    cJSON *messages, *tools;
+    char **tool_names;
+    size_t n_tool_names;
+    int enable_thinking;
+    int has_system;
+    int32_t eot[MAX_EOT];
+    size_t n_eot;
+    api_ids held; /* the tokens in the session, in order */
+    /* the reply being collected */
+    char *content, *reasoning;
+    size_t n_content, n_reasoning;
+    cJSON *calls;
+    int oom;
+};
+
+ember_conversation_params ember_conversation_default_params(void)
+{
+    ember_conversation_params p;
+    memset(&p, 0, sizeof p);
+    p.session = ember_session_default_params();
+    p.enable_thinking = -1;
+    return p;
+}
+
+static cJSON *message(const char *role, const char *content)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (m && (!cJSON_AddStringToObject(m, "role", role) ||
+              !cJSON_AddStringToObject(m, "content", content))) {
+        cJSON_Delete(m);
+        m = NULL;
+    }
+    return m;
+}
+
+void ember_conversation_free(ember_conversation *c)
+{
+    if (!c) return;
+    ember_session_free(c->s);
+    cJSON_Delete(c->messages);
+    cJSON_Delete(c->tools);
+    cJSON_Delete(c->calls);
+    for (size_t i = 0; i < c->n_tool_names; i++) free(c->tool_names[i]);
+    free(c->tool_names);
+    free(c->held.ids);
+    free(c->content);
+    free(c->reasoning);
+    free(c);
+}
+
+static ember_status read_tools(ember_conversation *c, const char *json)
+{
+    ember_status st = io_json_parse(json, strlen(json), "ember_conversation", "tools", &c->tools);
+    if (st) return st;
+    if (!cJSON_IsArray(c->tools)) return ember_fail(EMBER_ERR_FORMAT, "tools must be a JSON array");
+    int n = cJSON_GetArraySize(c->tools);
+    if (n && !(c->tool_names = calloc((size_t)n, sizeof *c->tool_names)))
+        return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    const cJSON *tool;
+    cJSON_ArrayForEach(tool, c->tools) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn ? fn : tool, "name");
+        if (!cJSON_IsString(name) || !*name->valuestring)
+            return ember_fail(EMBER_ERR_FORMAT, "tools[%zu] has no function name", c->n_tool_names);
+        if (!(c->tool_names[c->n_tool_names] = strdup(name->valuestring)))
+            return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+        c->n_tool_names++;
+    }
+    return EMBER_OK;
+}
+
+ember_status ember_conversation_create(const ember_model *model, const ember_tokenizer *tok,
+                                       const ember_chat_template *tmpl,
+                                       const ember_conversation_params *p,
+                                       ember_conversation **out)
+{
+    if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_create: out is NULL");
+    *out = NULL;
+    if (!model || !tok || !tmpl)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_create: a NULL argument");
+    ember_conversation_params dp = ember_conversation_default_params();
+    if (!p) p = &dp;
+    ember_conversation *c = calloc(1, sizeof *c);
+    if (!c) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    c->tok = tok;
+    c->tmpl = (const et_chat_template *)(const void *)tmpl;
+    c->enable_thinking = p->enable_thinking < 0 ? -1 : p->enable_thinking != 0;
+    ember_status st = EMBER_OK;
+    if (!(c->messages = cJSON_CreateArray())) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    if (!st && p->tools_json) st = read_tools(c, p->tools_json);
+    if (!st && p->system) {
+        cJSON *m = message("system", p->system);
+        if (!m) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+        else cJSON_AddItemToArray(c->messages, m);
+        c->has_system = 1;
+    }
+    if (!st && p->model_dir) st = ember_tokenizer_end_of_turn_ids(tok, p->model_dir, c->eot, MAX_EOT, &c->n_eot);
+    if (!st && !p->model_dir) {
+        static const char *const names[] = {"<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>"};
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+            int32_t id = ember_tokenizer_find(tok, names[i]);
+            if (id >= 0) c->eot[c->n_eot++] = id;
+        }
+    }
+    if (!st) {
+        ember_session_params sp = p->session;
+        if (sp.max_context > ember_model_max_positions(model)) sp.max_context = ember_model_max_positions(model);
+        st = ember_session_create(model, &sp, &c->s);
+    }
+    if (st) {
+        ember_conversation_free(c);
+        return st;
+    }
+    *out = c;
+    return EMBER_OK;
+}
+
+ember_status ember_conversation_add(ember_conversation *c, const char *role, const char *content)
+{
+    if (!c || !role || !content)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_add: a NULL argument");
+    cJSON *m = message(role, content);
+    if (!m) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    cJSON_AddItemToArray(c->messages, m);
+    return EMBER_OK;
+}
+
+ember_status ember_conversation_add_tool_result(ember_conversation *c, const char *tool_call_id,
+                                                const char *content)
+{
+    if (!c || !tool_call_id || !content)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_add_tool_result: a NULL argument");
+    cJSON *m = message("tool", content);
+    if (!m || !cJSON_AddStringToObject(m, "tool_call_id", tool_call_id)) {
+        cJSON_Delete(m);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    }
+    cJSON_AddItemToArray(c->messages, m);
+    return EMBER_OK;
+}
+
+static int append(char **buf, size_t *n, const char *text, size_t len)
+{
+    char *grown = realloc(*buf, *n + len + 1);
+    if (!grown) return -1;
+    memcpy(grown + *n, text, len);
+    *n += len;
+    grown[*n] = '\0';
+    *buf = grown;
+    return 0;
+}
+
+/* Collects the reply for the history. */
+static int collect(void *user, const et_toolcall_event *e)
+{
+    ember_conversation *c = user;
+    if (e->kind == ET_TOOLCALL_CONTENT) {
+        if (append(&c->content, &c->n_content, e->text, e->len)) c->oom = 1;
+    } else if (e->kind == ET_TOOLCALL_REASONING) {
+        if (append(&c->reasoning, &c->n_reasoning, e->text, e->len)) c->oom = 1;
+    } else {
+        cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
+        if (!call || !fn || !cJSON_AddStringToObject(call, "id", e->id) ||
+            !cJSON_AddStringToObject(call, "type", "function") ||
+            !cJSON_AddStringToObject(fn, "name", e->name) ||
+            !cJSON_AddStringToObject(fn, "arguments", e->arguments)) {
+            cJSON_Delete(call);
+            cJSON_Delete(fn);
+            c->oom = 1;
+        } else {
+            cJSON_AddItemToObject(call, "function", fn);
+            cJSON_AddItemToArray(c->calls, call);
+        }
+    }
+    return c->oom;
+}
+
+static void reply_clear(ember_conversation *c)
+{
+    free(c->content);
+    free(c->reasoning);
+    cJSON_Delete(c->calls);
+    c->content = c->reasoning = NULL;
+    c->n_content = c->n_reasoning = 0;
+    c->calls = NULL;
+    c->oom = 0;
+}
+
+ember_status ember_conversation_respond(ember_conversation *c, const ember_generate_params *p,
+                                        ember_generate_result *res)
+{
+    if (res) memset(res, 0, sizeof *res);
+    if (!c) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_respond: c is NULL");
+    ember_generate_params gp = p ? *p : ember_generate_default_params();
+    if (!gp.n_stop_ids) {
+        gp.stop_ids = c->eot;
+        gp.n_stop_ids = c->n_eot;
+    }
+    int no_tools = gp.tool_choice && !strcmp(gp.tool_choice, "none");
+    if (!gp.n_tool_names) {
+        gp.tool_names = (const char *const *)c->tool_names;
+        gp.n_tool_names = c->n_tool_names;
+    }
+    reply_clear(c);
+    if (!(c->calls = cJSON_CreateArray())) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    et_chat_input in = {c->messages, no_tools ? NULL : c->tools, true, c->enable_thinking, NULL};
+    char *prompt = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ember_status st = et_chat_render(c->tmpl, &in, &prompt);
+    if (!st) st = ember_tokenizer_encode(c->tok, prompt, strlen(prompt), 0, &ids, &n);
+    free(prompt);
+    if (!st && !n) st = ember_fail(EMBER_ERR_INVALID_ARG, "the conversation renders to no tokens");
+    if (st) {
+        free(ids);
+        return st;
+    }
+    size_t same = 0;
+    while (same < n && same < c->held.n && ids[same] == c->held.ids[same]) same++;
+    if (same < c->held.n || same == n) { /* diverged, or nothing new to run: start over */
+        ember_session_reset(c->s);
+        c->held.n = 0;
+        same = 0;
+    }
+    for (size_t i = c->held.n; !st && i < n; i++) st = api_ids_push(&c->held, ids[i]);
+    if (!st) st = api_generate(c->s, c->tok, ids, n, same, &gp, collect, c, &c->held, res);
+    free(ids);
+    if (!st && c->oom) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    if (st) { /* what the session holds is no longer known exactly */
+        ember_session_reset(c->s);
+        c->held.n = 0;
+        reply_clear(c);
+        return st;
+    }
+    cJSON *msg = message("assistant", c->content ? c->content : "");
+    if (!msg || (c->reasoning && !cJSON_AddStringToObject(msg, "reasoning_content", c->reasoning))) {
+        cJSON_Delete(msg);
+        reply_clear(c);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    }
+    if (cJSON_GetArraySize(c->calls)) {
+        cJSON_AddItemToObject(msg, "tool_calls", c->calls);
+        c->calls = NULL;
+    }
+    cJSON_AddItemToArray(c->messages, msg);
+    reply_clear(c);
+    return EMBER_OK;
+}
+
+ember_status ember_conversation_messages(const ember_conversation *c, char **json)
+{
+    if (json) *json = NULL;
+    if (!c || !json) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_messages: a NULL argument");
+    if (!(*json = cJSON_PrintUnformatted(c->messages))) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    return EMBER_OK;
+}
+
+void ember_conversation_clear(ember_conversation *c)
+{
+    if (!c) return;
+    while (cJSON_GetArraySize(c->messages) > c->has_system)
+        cJSON_DeleteItemFromArray(c->messages, cJSON_GetArraySize(c->messages) - 1);
+}
+
+int32_t ember_conversation_cached_tokens(const ember_conversation *c)
+{
+    return c ? ember_session_position(c->s) : 0;
+}
+
+void ember_conversation_cancel(ember_conversation *c)
+{
+    if (c) ember_session_cancel(c->s);
+}

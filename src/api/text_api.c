@@ -1,0 +1,385 @@
+/* The public text API (include/ember_text.h): thin wrappers over the
+ * tokenizer, the chat template and textgen (src/text), and the session
+ * (src/llm). The public handles are the internal objects under an opaque
+ * name: an ember_tokenizer * is an et_tokenizer *, an ember_chat_template *
+ * an et_chat_template *. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "api/api_internal.h"
+#include "base/stats.h"
+#include "base/status.h"
+#include "ember_text.h"
+#include "io/json_text.h"
+#include "llm/session_internal.h"
+#include "text/chat.h"
+#include "text/textgen.h"
+#include "text/tokenizer.h"
+
+#define TOK(t) ((const et_tokenizer *)(const void *)(t))
+#define TMPL(t) ((const et_chat_template *)(const void *)(t))
+
+void ember_free(void *p)
+{
+    free(p);
+}
+
+/* ---- tokenizer ---- */
+
+ember_status ember_tokenizer_load(const char *path, ember_tokenizer **out)
+{
+    if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_tokenizer_load: out is NULL");
+    *out = NULL;
+    if (!path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_tokenizer_load: path is NULL");
+    et_tokenizer *t = NULL;
+    ember_status st = et_tokenizer_load(path, &t);
+    if (!st) *out = (ember_tokenizer *)(void *)t;
+    return st;
+}
+
+void ember_tokenizer_free(ember_tokenizer *tok)
+{
+    et_tokenizer_free((et_tokenizer *)(void *)tok);
+}
+
+ember_status ember_tokenizer_encode(const ember_tokenizer *tok, const char *text, size_t len,
+                                    int add_special, int32_t **ids, size_t *n_ids)
+{
+    if (ids) *ids = NULL;
+    if (n_ids) *n_ids = 0;
+    if (!tok || (!text && len) || !ids || !n_ids)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_tokenizer_encode: a NULL argument");
+    return et_tokenizer_encode(TOK(tok), text ? text : "", len, add_special != 0, ids, n_ids);
+}
+
+ember_status ember_tokenizer_decode(const ember_tokenizer *tok, const int32_t *ids, size_t n,
+                                    int skip_special, char **text, size_t *len)
+{
+    size_t dummy;
+    if (text) *text = NULL;
+    if (len) *len = 0;
+    if (!tok || (!ids && n) || !text)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_tokenizer_decode: a NULL argument");
+    int32_t vocab = (int32_t)et_tokenizer_vocab_size(TOK(tok));
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return ember_fail(EMBER_ERR_INVALID_ARG,
+                              "ember_tokenizer_decode: id %d (at %zu) is out of range, outside the vocabulary [0, %d)",
+                              ids[i], i, vocab);
+    return et_tokenizer_decode(TOK(tok), ids, n, skip_special != 0, text, len ? len : &dummy);
+}
+
+int32_t ember_tokenizer_vocab_size(const ember_tokenizer *tok)
+{
+    return tok ? (int32_t)et_tokenizer_vocab_size(TOK(tok)) : 0;
+}
+
+const char *ember_tokenizer_piece(const ember_tokenizer *tok, int32_t id)
+{
+    return tok ? et_tokenizer_token(TOK(tok), id) : NULL;
+}
+
+int32_t ember_tokenizer_find(const ember_tokenizer *tok, const char *piece)
+{
+    return tok && piece ? et_tokenizer_find(TOK(tok), piece) : -1;
+}
+
+int ember_tokenizer_is_special(const ember_tokenizer *tok, int32_t id)
+{
+    return tok && et_tokenizer_is_special(TOK(tok), id);
+}
+
+ember_status ember_tokenizer_end_of_turn_ids(const ember_tokenizer *tok, const char *model_dir,
+                                             int32_t *ids, size_t cap, size_t *n)
+{
+    if (n) *n = 0;
+    if (!tok || !model_dir || (!ids && cap) || !n)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_tokenizer_end_of_turn_ids: a NULL argument");
+    return et_model_stop_ids(model_dir, TOK(tok), ids, cap, n);
+}
+
+/* ---- chat template ---- */
+
+ember_status ember_chat_template_load(const char *model_dir, ember_chat_template **out)
+{
+    if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_chat_template_load: out is NULL");
+    *out = NULL;
+    if (!model_dir) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_chat_template_load: dir is NULL");
+    et_chat_template *t = NULL;
+    ember_status st = et_chat_template_load(model_dir, &t);
+    if (!st) *out = (ember_chat_template *)(void *)t;
+    return st;
+}
+
+ember_status ember_chat_template_from_string(const char *source, const char *bos, const char *eos,
+                                             ember_chat_template **out)
+{
+    if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_chat_template_from_string: out is NULL");
+    *out = NULL;
+    if (!source)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_chat_template_from_string: source is NULL");
+    et_chat_template *t = NULL;
+    ember_status st = et_chat_template_from_string(source, bos, eos, &t);
+    if (!st) *out = (ember_chat_template *)(void *)t;
+    return st;
+}
+
+void ember_chat_template_free(ember_chat_template *t)
+{
+    et_chat_template_free((et_chat_template *)(void *)t);
+}
+
+ember_chat_params ember_chat_default_params(void)
+{
+    ember_chat_params p = {1, -1, NULL};
+    return p;
+}
+
+static ember_status parse_json(const char *text, const char *what, int want_array, cJSON **out)
+{
+    *out = NULL;
+    ember_status st = io_json_parse(text, strlen(text), "ember", what, out);
+    if (st) return st;
+    if (want_array ? !cJSON_IsArray(*out) : !cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        return ember_fail(EMBER_ERR_FORMAT, "%s must be a JSON %s", what, want_array ? "array" : "object");
+    }
+    return EMBER_OK;
+}
+
+ember_status ember_chat_template_render(const ember_chat_template *t, const char *messages_json,
+                                        const char *tools_json, const ember_chat_params *p,
+                                        char **prompt)
+{
+    if (prompt) *prompt = NULL;
+    if (!t || !messages_json || !prompt)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_chat_template_render: a NULL argument");
+    ember_chat_params dp = ember_chat_default_params();
+    if (!p) p = &dp;
+    cJSON *messages = NULL, *tools = NULL, *extra = NULL;
+    ember_status st = parse_json(messages_json, "messages", 1, &messages);
+    if (!st && tools_json) st = parse_json(tools_json, "tools", 1, &tools);
+    if (!st && p->extra_json) st = parse_json(p->extra_json, "extra template variables", 0, &extra);
+    if (!st) {
+        et_chat_input in = {messages, tools, p->add_generation_prompt != 0,
+                            p->enable_thinking < 0 ? -1 : p->enable_thinking != 0, extra};
+        st = et_chat_render(TMPL(t), &in, prompt);
+    }
+    cJSON_Delete(messages);
+    cJSON_Delete(tools);
+    cJSON_Delete(extra);
+    return st;
+}
+
+/* ---- generation ---- */
+
+ember_generate_params ember_generate_default_params(void)
+{
+    ember_generate_params p;
+    memset(&p, 0, sizeof p);
+    p.temperature = 1.0f;
+    p.top_p = 1.0f;
+    p.repetition_penalty = 1.0f;
+    p.max_tokens = 256;
+    p.parse_tools = 1;
+    return p;
+}
+
+ember_status ember_generate_params_from_model(const char *model_dir, ember_generate_params *p)
+{
+    if (!model_dir || !p)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_generate_params_from_model: a NULL argument");
+    et_sampler_params sp;
+    et_sampler_params_default(&sp);
+    sp.temperature = p->temperature;
+    sp.top_k = p->top_k;
+    sp.top_p = p->top_p;
+    sp.min_p = p->min_p;
+    sp.repetition_penalty = p->repetition_penalty;
+    ember_status st = et_model_sampling_defaults(model_dir, &sp);
+    if (st) return st;
+    p->temperature = sp.temperature;
+    p->top_k = sp.top_k;
+    p->top_p = sp.top_p;
+    p->min_p = sp.min_p;
+    p->repetition_penalty = sp.repetition_penalty;
+    return EMBER_OK;
+}
+
+const char *ember_finish_name(ember_finish f)
+{
+    switch (f) {
+    case EMBER_FINISH_STOP: return "stop";
+    case EMBER_FINISH_LENGTH: return "length";
+    case EMBER_FINISH_TOOL_CALLS: return "tool_calls";
+    case EMBER_FINISH_CANCELLED: return "cancelled";
+    default: return "";
+    }
+}
+
+void ember_session_cancel(ember_session *session)
+{
+    if (session) atomic_store(&session->cancel, 1);
+}
+
+typedef struct sink_ctx {
+    const ember_generate_params *p;
+    api_event_fn also; /* the conversation's collector, or NULL */
+    void *also_user;
+} sink_ctx;
+
+static int on_event(void *user, const et_toolcall_event *e)
+{
+    sink_ctx *k = user;
+    const ember_generate_params *p = k->p;
+    if (k->also && k->also(k->also_user, e)) return 1;
+    if (e->kind == ET_TOOLCALL_CALL) {
+        ember_tool_call call = {e->id, e->name, e->arguments};
+        return p->on_tool_call ? p->on_tool_call(p->user, &call) : 0;
+    }
+    if (!p->on_text || !e->len) return 0;
+    return p->on_text(p->user, e->kind == ET_TOOLCALL_REASONING ? EMBER_TEXT_REASONING : EMBER_TEXT_CONTENT,
+                      e->text, e->len);
+}
+
+static ember_status to_textgen(const ember_generate_params *p, et_textgen_params *gp)
+{
+    et_textgen_params_default(gp);
+    et_sampler_params *sp = &gp->sampling;
+    sp->temperature = p->temperature;
+    sp->top_k = p->top_k;
+    sp->top_p = p->top_p;
+    sp->min_p = p->min_p;
+    sp->repetition_penalty = p->repetition_penalty;
+    sp->presence_penalty = p->presence_penalty;
+    sp->frequency_penalty = p->frequency_penalty;
+    /* the two bias structs have the same members in the same order */
+    sp->logit_bias = (const et_logit_bias *)(const void *)p->logit_bias;
+    sp->n_logit_bias = p->n_logit_bias;
+    sp->seed = p->seed;
+    gp->stop = p->stop;
+    gp->n_stop = p->n_stop;
+    gp->stop_ids = p->stop_ids;
+    gp->n_stop_ids = p->n_stop_ids;
+    gp->max_tokens = p->max_tokens;
+    gp->parse_tools = p->parse_tools != 0;
+    gp->stats = p->stats;
+    if (p->max_tokens < 0) return ember_fail(EMBER_ERR_INVALID_ARG, "max_tokens %d is negative", p->max_tokens);
+    const char *tc = p->tool_choice;
+    if (!tc || !strcmp(tc, "auto") || !strcmp(tc, "none")) return EMBER_OK;
+    if (!p->parse_tools) return ember_fail(EMBER_ERR_INVALID_ARG, "tool_choice '%s' needs parse_tools", tc);
+    if (!strcmp(tc, "required")) {
+        if (!p->n_tool_names)
+            return ember_fail(EMBER_ERR_INVALID_ARG, "tool_choice 'required' with no tool_names");
+        gp->force_tools = p->tool_names;
+        gp->n_force_tools = p->n_tool_names;
+    } else {
+        gp->force_tools = &p->tool_choice;
+        gp->n_force_tools = 1;
+        gp->single_call = 1;
+    }
+    return EMBER_OK;
+}
+
+static ember_finish finish_of(et_finish f)
+{
+    switch (f) {
+    case ET_FINISH_LENGTH: return EMBER_FINISH_LENGTH;
+    case ET_FINISH_TOOL_CALLS: return EMBER_FINISH_TOOL_CALLS;
+    default: return EMBER_FINISH_STOP;
+    }
+}
+
+ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const int32_t *ids, size_t n,
+                          size_t n_cached, const ember_generate_params *p, api_event_fn also,
+                          void *also_user, api_ids *fed, ember_generate_result *res)
+{
+    ember_generate_result r;
+    memset(&r, 0, sizeof r);
+    if (res) *res = r;
+    if (!s || (!ids && n) || !p || n_cached > n)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_session_generate: a NULL argument");
+    if (n == n_cached && !ember_session_logits(s))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_session_generate: no prompt and nothing in the session");
+    double t0 = ember_clock_ms();
+    et_textgen_params gp;
+    ember_status st = to_textgen(p, &gp);
+    if (st) return st;
+    int32_t vocab = ember_model_vocab_size(s->m);
+    sink_ctx k = {p, also, also_user};
+    et_textgen *g = NULL;
+    float *logits = malloc((size_t)vocab * sizeof *logits);
+    if (!logits) return ember_fail(EMBER_ERR_NO_MEMORY, "ember_session_generate: out of memory");
+    st = et_textgen_create(TOK(tok), vocab, &gp, on_event, &k, &g);
+    if (!st) st = et_textgen_begin(g, ids + n_cached, n - n_cached);
+    r.prompt_tokens = (int32_t)n;
+    r.cached_tokens = (int32_t)n_cached;
+    if (!st && n > n_cached) {
+        double tp = ember_stats_start(p->stats);
+        st = ember_session_prefill(s, ids + n_cached, n - n_cached);
+        ember_stats_stop(p->stats, EMBER_STAT_PREFILL, tp);
+    }
+    r.prefill_ms = ember_clock_ms() - t0;
+    et_finish finish = ET_FINISH_NONE;
+    double t_first = 0;
+    int cancelled = 0;
+    for (int32_t i = 0; !st; i++) {
+        if (atomic_exchange(&s->cancel, 0)) {
+            cancelled = 1;
+            break;
+        }
+        int32_t next;
+        double tt = ember_stats_start(p->stats);
+        memcpy(logits, ember_session_logits(s), (size_t)vocab * sizeof *logits);
+        st = et_textgen_step(g, logits, &next, &finish);
+        if (st) break;
+        if (i == 0) t_first = ember_clock_ms();
+        if (finish) break;
+        if (s->pos >= s->p.max_context) {
+            finish = ET_FINISH_LENGTH;
+            break;
+        }
+        st = ember_session_decode(s, next);
+        if (!st && fed) st = api_ids_push(fed, next);
+        ember_stats_stop(p->stats, EMBER_STAT_TOKEN, tt);
+    }
+    if (st == EMBER_ERR_CANCELLED) cancelled = 1;
+    if (!st && !cancelled) st = et_textgen_end(g, &finish);
+    double t_end = ember_clock_ms();
+    r.completion_tokens = g ? et_textgen_count(g) : 0;
+    r.tool_calls = g ? et_textgen_calls(g) : 0;
+    r.first_token_ms = t_first > 0 ? t_first - t0 : 0;
+    r.decode_ms = t_first > 0 ? t_end - t_first : 0;
+    r.total_ms = t_end - t0;
+    r.finish = cancelled ? EMBER_FINISH_CANCELLED : st ? EMBER_FINISH_NONE : finish_of(finish);
+    if (cancelled) st = ember_fail(EMBER_ERR_CANCELLED, "generation cancelled");
+    if (res) *res = r;
+    et_textgen_free(g);
+    free(logits);
+    return st;
+}
+
+ember_status ember_session_generate(ember_session *session, const ember_tokenizer *tok,
+                                    const int32_t *prompt, size_t n_prompt,
+                                    const ember_generate_params *p, ember_generate_result *res)
+{
+    ember_generate_params dp = ember_generate_default_params();
+    return api_generate(session, tok, prompt, n_prompt, 0, p ? p : &dp, NULL, NULL, NULL, res);
+}
+
+ember_status api_ids_push(api_ids *a, int32_t id)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 256;
+        int32_t *grown = realloc(a->ids, cap * sizeof *grown);
+        if (!grown) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+        a->ids = grown;
+        a->cap = cap;
+    }
+    a->ids[a->n++] = id;
+    return EMBER_OK;
+}

@@ -1,0 +1,105 @@
+/* The `ember` command line, the part that needs only the public API
+ * (include/): the subcommands, the shared options, --profile and --stats,
+ * measuring helpers. A user-facing command file includes this header and
+ * include/ headers alone; `make public-check` compiles those files
+ * (PUBLIC_CLI in the Makefile) without -Isrc to keep it so. tools/cli.h
+ * adds what the measurement and serving commands take from src/. */
+#ifndef EMBER_TOOLS_CLI_PUBLIC_H
+#define EMBER_TOOLS_CLI_PUBLIC_H
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ember.h"
+
+int cmd_generate(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+int cmd_parity(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+int cmd_tts_codes(int argc, char **argv);
+int cmd_decode_codes(int argc, char **argv);
+int cmd_tts(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_bench_tts(int argc, char **argv); /* `bench tts-codes`, called by cmd_bench */
+int cmd_bench_speech(int argc, char **argv); /* `bench tts` */
+
+/* `bench llm --batch`: `rows` sessions decoding in lockstep (cmd_bench_batch.c). */
+typedef struct cli_batch_result {
+    int32_t rows;
+    double step_ms, tok_s; /* median step time; rows tokens per step */
+} cli_batch_result;
+ember_status cli_bench_batch(ember_model *model, const ember_session_params *base, int threads,
+                             int32_t rows, int n_prompt, int n_gen, int reps,
+                             cli_batch_result *out);
+
+/* Options shared by the commands that run a model (cli_common.c). */
+enum {
+    CLI_OPT_DTYPE = 1000,
+    CLI_OPT_THREADS,
+    CLI_OPT_KERNELS,
+    CLI_OPT_GELU,
+    CLI_OPT_CHUNK,
+    CLI_OPT_KV_TYPE
+};
+#define CLI_COMMON_OPTIONS                                                                 \
+    {"dtype", required_argument, 0, CLI_OPT_DTYPE},                                       \
+        {"threads", required_argument, 0, CLI_OPT_THREADS},                               \
+        {"kernels", required_argument, 0, CLI_OPT_KERNELS},                               \
+        {"gelu", required_argument, 0, CLI_OPT_GELU},                                     \
+        {"chunk", required_argument, 0, CLI_OPT_CHUNK},                                   \
+        {"kv-type", required_argument, 0, CLI_OPT_KV_TYPE}
+extern const char cli_common_usage[];
+/* "f32", "f16", "bf16", "q8_0", "q4_0" -> the type; -1 for anything else. */
+int cli_parse_type(const char *arg, ember_type *out);
+/* 1: handled, 0: not a common option, -1: bad value (message printed). */
+int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
+                      ember_session_params *sp);
+
+/* --profile auto|off|explain (cli_profile.c), for generate, chat, serve,
+ * tts and bench tts: the derived edge profile picks the weight format and
+ * thread count the command line leaves open (auto is the default; explain
+ * also prints why; off leaves the defaults: the stored format). */
+typedef enum cli_profile { CLI_PROFILE_AUTO = 0, CLI_PROFILE_OFF, CLI_PROFILE_EXPLAIN } cli_profile;
+enum { CLI_OPT_PROFILE = 1050 };
+#define CLI_PROFILE_OPTIONS {"profile", required_argument, 0, CLI_OPT_PROFILE}
+/* 1: handled, 0: not --profile, -1: bad value (message printed). */
+int cli_profile_option(int c, const char *arg, const char *cmd, cli_profile *p);
+/* Applies the profile for the model in dir to what the command line left
+ * unset (weight_type NONE, n_threads 0). Returns 0, or -1 with a message. */
+int cli_apply_profile(const char *dir, cli_profile mode, const char *cmd, ember_model_params *mp,
+                      ember_session_params *sp);
+/* Prints a failed profile's message (naming EMBER_HW_PROFILE when the
+ * hardware profile came from it); returns -1. */
+int cli_profile_error(const char *cmd, const char *hardware);
+/* --stats FILE (cli_stats.c): a recorder when FILE or EMBER_STATS is given
+ * (else NULL: off); close writes the JSON and prints the attribution table,
+ * then frees it. */
+ember_stats *cli_stats_open(const char *flag, const char *role, const char *cmd);
+int cli_stats_close(ember_stats *st, const char *flag, const char *cmd);
+
+/* Measuring (cli_measure.c): a monotonic clock in seconds, the median of n
+ * values (sorts v), and the process's resident memory from /proc. */
+double cli_now_s(void);
+double cli_median(double *v, int n);
+typedef struct cli_rss {
+    size_t anon, file;
+} cli_rss;
+cli_rss cli_rss_now(void);
+void cli_rss_peak(cli_rss *peak); /* raises *peak to what is resident now */
+/* The machine's read bandwidth in GB/s (1e9 bytes): n_threads threads each
+ * summing their part of a `bytes` buffer (the decode roofline). */
+double cli_read_bandwidth_gbs(size_t bytes, int n_threads);
+
+/* Parses "1,2,3" into a malloc'd array; returns 0 on success. */
+int cli_parse_ids(const char *text, int32_t **ids, size_t *n);
+
+/* Index of the largest value (the first one on ties). */
+int32_t cli_argmax(const float *x, int32_t n);
+
+#endif
