@@ -6,28 +6,83 @@
  * enable_thinking?} and prints a JSON array with, per case, the rendered
  * string or {"error": message} (for comparing against transformers.js). */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#include "cli.h"
+#include "cli_public.h"
 #include "ember.h"
-#include "io/read_file.h"
-#include "text/chat.h"
+
+enum { JSON_FILE_CAP = 256 << 20 };
+
+/* The whole of a regular file of at most JSON_FILE_CAP bytes, NUL-terminated;
+ * NULL with the reason printed. */
+static char *read_text_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "error: %s: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    char *text = NULL;
+    if (fstat(fileno(f), &sb) != 0)
+        fprintf(stderr, "error: %s: cannot stat: %s\n", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        fprintf(stderr, "error: %s: not a regular file\n", path);
+    else if (sb.st_size < 0 || (unsigned long long)sb.st_size > JSON_FILE_CAP)
+        fprintf(stderr, "error: %s: file is %lld bytes, over the %zu-byte limit\n", path,
+                (long long)sb.st_size, (size_t)JSON_FILE_CAP);
+    else if (!(text = malloc((size_t)sb.st_size + 1)))
+        fprintf(stderr, "error: %s: out of memory (%zu bytes)\n", path, (size_t)sb.st_size);
+    else {
+        *len = fread(text, 1, (size_t)sb.st_size, f);
+        if (ferror(f)) {
+            fprintf(stderr, "error: %s: read failed: %s\n", path, strerror(errno));
+            free(text);
+            text = NULL;
+        } else {
+            text[*len] = '\0';
+        }
+    }
+    fclose(f);
+    return text;
+}
 
 static cJSON *read_json_file(const char *path)
 {
-    char *text;
-    size_t len;
-    if (io_read_text_file(path, (size_t)256 << 20, &text, &len) != EMBER_OK) {
-        fprintf(stderr, "error: %s\n", ember_last_error());
-        return NULL;
-    }
+    size_t len = 0;
+    char *text = read_text_file(path, &len);
+    if (!text) return NULL;
     cJSON *j = cJSON_ParseWithLength(text, len);
     free(text);
     if (!j) fprintf(stderr, "error: %s: invalid JSON\n", path);
     return j;
+}
+
+/* Renders parsed messages and tools (NULL: none) with the public API, which
+ * takes them as JSON text. Returns NULL with *text (ember_free), or the error. */
+static const char *render(const ember_chat_template *t, const cJSON *messages, const cJSON *tools,
+                          bool generation_prompt, int thinking, char **text)
+{
+    *text = NULL;
+    if (!cJSON_IsArray(messages)) return "chat: messages must be a JSON array";
+    char *m = cJSON_PrintUnformatted(messages);
+    char *k = tools ? cJSON_PrintUnformatted(tools) : NULL;
+    const char *err = "out of memory";
+    if (m && (k || !tools)) {
+        ember_chat_params p = ember_chat_default_params();
+        p.add_generation_prompt = generation_prompt;
+        p.enable_thinking = thinking;
+        err = ember_chat_template_render(t, m, k, &p, text) == EMBER_OK ? NULL : ember_last_error();
+    }
+    cJSON_free(m);
+    cJSON_free(k);
+    return err;
 }
 
 static void usage(FILE *f)
@@ -39,28 +94,26 @@ static void usage(FILE *f)
 }
 
 /* One case of --cases: the rendered text or {"error": ...}. */
-static cJSON *render_case(const et_chat_template *t, const cJSON *c)
+static cJSON *render_case(const ember_chat_template *t, const cJSON *c)
 {
     const cJSON *thinking = cJSON_GetObjectItemCaseSensitive(c, "enable_thinking");
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(c, "tools");
-    et_chat_input in = {
-        .messages = cJSON_GetObjectItemCaseSensitive(c, "messages"),
-        .tools = tools && !cJSON_IsNull(tools) ? tools : NULL,
-        .add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "add_generation_prompt")),
-        .enable_thinking = cJSON_IsBool(thinking) ? cJSON_IsTrue(thinking) : -1,
-    };
     char *text = NULL;
-    if (et_chat_render(t, &in, &text) != EMBER_OK) {
+    const char *e = render(t, cJSON_GetObjectItemCaseSensitive(c, "messages"),
+                           tools && !cJSON_IsNull(tools) ? tools : NULL,
+                           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "add_generation_prompt")),
+                           cJSON_IsBool(thinking) ? cJSON_IsTrue(thinking) : -1, &text);
+    if (e) {
         cJSON *err = cJSON_CreateObject();
-        if (err) cJSON_AddStringToObject(err, "error", ember_last_error());
+        if (err) cJSON_AddStringToObject(err, "error", e);
         return err;
     }
     cJSON *s = cJSON_CreateString(text);
-    free(text);
+    ember_free(text);
     return s;
 }
 
-static int run_cases(const et_chat_template *t, const char *path)
+static int run_cases(const ember_chat_template *t, const char *path)
 {
     cJSON *cases = read_json_file(path);
     if (!cases) return 1;
@@ -124,32 +177,32 @@ int cmd_template(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    et_chat_template *t;
-    if (et_chat_template_load(dir, &t) != EMBER_OK) {
+    ember_chat_template *t;
+    if (ember_chat_template_load(dir, &t) != EMBER_OK) {
         fprintf(stderr, "error: %s\n", ember_last_error());
         return 1;
     }
     if (cases_path) {
         int rc = run_cases(t, cases_path);
-        et_chat_template_free(t);
+        ember_chat_template_free(t);
         return rc;
     }
     cJSON *messages = read_json_file(messages_path);
     cJSON *tools = tools_path ? read_json_file(tools_path) : NULL;
     int rc = 1;
     if (messages && (tools || !tools_path)) {
-        et_chat_input in = {messages, tools, generation_prompt, thinking, NULL};
         char *text = NULL;
-        if (et_chat_render(t, &in, &text) == EMBER_OK) {
+        const char *e = render(t, messages, tools, generation_prompt, thinking, &text);
+        if (!e) {
             fputs(text, stdout);
             rc = 0;
         } else {
-            fprintf(stderr, "error: %s\n", ember_last_error());
+            fprintf(stderr, "error: %s\n", e);
         }
-        free(text);
+        ember_free(text);
     }
     cJSON_Delete(messages);
     cJSON_Delete(tools);
-    et_chat_template_free(t);
+    ember_chat_template_free(t);
     return rc;
 }
