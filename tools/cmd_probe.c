@@ -2,15 +2,14 @@
  * with --root), and with --derive MODEL the settings ember derives for that
  * model on it, each with its reason. EMBER_HW_PROFILE (a JSON object or the
  * path of a JSON file) replaces the probe; --root wins over it. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "edge/hw_json.h"
-#include "edge/model_info.h"
-#include "edge/probe.h"
-#include "edge/profile.h"
+#include "cli_public.h"
+#include "ember.h"
 
 static const char probe_usage[] =
     "usage: ember probe [--json] [--root DIR] [--derive MODEL_DIR [--context N] [--kv-type f32|f16|q8_0]]\n"
@@ -21,74 +20,129 @@ static const char probe_usage[] =
     "  --kv-type T         KV cache format for the budget (default f32)\n"
     "EMBER_HW_PROFILE=<JSON object or path of a JSON file> replaces the probe (not with --root).\n";
 
-static void print_hw_text(const edge_hw *hw)
+static const char *str(const cJSON *o, const char *key)
 {
-    printf("class        %s (source: %s)\n", edge_class_name(hw->cls), hw->source);
-    printf("arch         %s\n", edge_arch_name(hw->arch));
-    printf("cpu          %s\n", hw->cpu_model[0] ? hw->cpu_model : "(unknown)");
-    printf("flags       ");
-    for (int f = 0; f < EDGE_N_FLAGS; f++)
-        if (edge_has(hw, (edge_flag)f)) printf(" %s", edge_flag_name((edge_flag)f));
-    printf("\ncores        %d logical, %d physical\n", hw->n_logical, hw->n_physical);
-    for (int i = 0; i < hw->n_clusters; i++) {
-        char cpus[512];
-        edge_cpuset_format(&hw->clusters[i].cpus, cpus, sizeof cpus);
-        printf("cluster %-4d cpus %s, max %lld kHz, capacity %d\n", i, cpus,
-               (long long)hw->clusters[i].max_khz, hw->clusters[i].capacity);
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+    return v ? v : "";
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+}
+
+/* A list of cpus as ranges: "0-3,6". */
+static void print_cpus(const cJSON *cpus)
+{
+    const cJSON *e = cJSON_IsArray(cpus) ? cpus->child : NULL;
+    for (int first = 1; e; first = 0) {
+        int lo = e->valueint, hi = lo;
+        while (e->next && e->next->valueint == hi + 1) {
+            e = e->next;
+            hi++;
+        }
+        printf(hi == lo ? "%s%d" : "%s%d-%d", first ? "" : ",", lo, hi);
+        e = e->next;
     }
-    printf("numa nodes   %d\n", hw->numa_nodes);
-    printf("memory       %.2f GiB total, %.2f GiB available\n", hw->ram_total_bytes / 1073741824.0,
-           hw->ram_available_bytes / 1073741824.0);
-    printf("accelerator  %s%s%s%s\n",
-           hw->accel == EDGE_ACCEL_NPU ? "npu:" : hw->accel == EDGE_ACCEL_CUDA_UNIFIED ? "cuda_unified"
-                                              : hw->accel == EDGE_ACCEL_CUDA_DISCRETE ? "cuda_discrete"
-                                                                                      : "none",
-           hw->accel == EDGE_ACCEL_NPU ? hw->npu_vendor : "", hw->tegra ? " (tegra" : "",
-           hw->tegra ? ", unified memory)" : "");
-    for (int i = 0; i < hw->n_gpus; i++) printf("gpu %-8d %s\n", i, hw->gpus[i].name);
+}
+
+static int has_flag(const cJSON *flags, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, flags)
+    {
+        if (e->valuestring && !strcmp(e->valuestring, name)) return 1;
+    }
+    return 0;
+}
+
+static void print_hw_text(const cJSON *hw)
+{
+    /* the ISA flags in the probe's own order, then any others it names */
+    static const char *const order[] = {
+        "avx2", "fma", "f16c", "avx512", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile",
+        "amx_bf16", "amx_int8", "neon", "fp16_arith", "dotprod", "i8mm", "bf16", "sve", "sve2", "sme"};
+    const size_t n_order = sizeof order / sizeof order[0];
+    const cJSON *flags = cJSON_GetObjectItemCaseSensitive(hw, "cpu_flags"), *e;
+    const char *cpu = str(hw, "cpu_model");
+    printf("class        %s (source: %s)\n", str(hw, "class"), str(hw, "source"));
+    printf("arch         %s\n", str(hw, "arch"));
+    printf("cpu          %s\n", cpu[0] ? cpu : "(unknown)");
+    printf("flags       ");
+    for (size_t i = 0; i < n_order; i++)
+        if (has_flag(flags, order[i])) printf(" %s", order[i]);
+    cJSON_ArrayForEach(e, flags)
+    {
+        const char *name = e->valuestring ? e->valuestring : "";
+        size_t i = 0;
+        while (i < n_order && strcmp(order[i], name)) i++;
+        if (i == n_order) printf(" %s", name);
+    }
+    printf("\ncores        %d logical, %d physical\n", (int)num(hw, "n_logical"), (int)num(hw, "n_physical"));
+    int i = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(hw, "clusters"))
+    {
+        printf("cluster %-4d cpus ", i++);
+        print_cpus(cJSON_GetObjectItemCaseSensitive(e, "cpus"));
+        printf(", max %lld kHz, capacity %d\n", (long long)num(e, "max_khz"), (int)num(e, "capacity"));
+    }
+    printf("numa nodes   %d\n", (int)num(hw, "numa_nodes"));
+    printf("memory       %.2f GiB total, %.2f GiB available\n", num(hw, "ram_total_bytes") / 1073741824.0,
+           num(hw, "ram_available_bytes") / 1073741824.0);
+    int tegra = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hw, "tegra"));
+    printf("accelerator  %s%s%s\n", str(hw, "accelerator"), tegra ? " (tegra" : "",
+           tegra ? ", unified memory)" : "");
+    i = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(hw, "cuda_devices"))
+        printf("gpu %-8d %s\n", i++, str(e, "name"));
+}
+
+/* Parses the library's JSON (ember_free'd here); NULL with a message. */
+static cJSON *parse(char *json)
+{
+    cJSON *o = json ? cJSON_Parse(json) : NULL;
+    ember_free(json);
+    if (!o) fprintf(stderr, "ember probe: out of memory\n");
+    return o;
 }
 
 static int print_json(cJSON *o)
 {
     char *text = o ? cJSON_Print(o) : NULL;
-    cJSON_Delete(o);
     if (!text) {
         fprintf(stderr, "ember probe: out of memory\n");
         return 1;
     }
     printf("%s\n", text);
-    free(text);
+    cJSON_free(text);
     return 0;
 }
 
-static int derive(const edge_hw *hw, const char *model_dir, const edge_derive_opts *opts, int json)
+static int derive(const char *model_dir, const ember_profile_params *pp, int json)
 {
-    edge_model_info m;
-    edge_profile p;
-    if (edge_model_info_load(model_dir, &m) != EMBER_OK || edge_derive(hw, &m, opts, &p) != EMBER_OK) {
+    char *text = NULL;
+    if (ember_profile_derive(model_dir, pp, &text) != EMBER_OK) {
         fprintf(stderr, "ember probe: %s\n", ember_last_error());
         return 1;
     }
+    cJSON *o = parse(text);
+    if (!o) return 1;
+    int rc = 0;
     if (json) {
-        cJSON *o = cJSON_CreateObject(), *model = cJSON_CreateObject();
-        if (o && model) {
-            cJSON_AddItemToObject(o, "hardware", edge_hw_to_json(hw));
-            cJSON_AddItemToObject(o, "model", model);
-            cJSON_AddStringToObject(model, "kind", m.kind == EDGE_MODEL_TTS ? "tts" : "llm");
-            cJSON_AddStringToObject(model, "stored_type", edge_type_name(m.stored_type));
-            cJSON_AddNumberToObject(model, "n_weights", (double)m.n_weights);
-            cJSON_AddNumberToObject(model, "weight_bytes", (double)m.weight_bytes);
-            cJSON_AddItemToObject(o, "profile", edge_profile_to_json(&p));
-        } else {
-            cJSON_Delete(model);
-        }
-        return print_json(o);
+        rc = print_json(o);
+    } else {
+        const cJSON *hw = cJSON_GetObjectItemCaseSensitive(o, "hardware");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "model");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "profile"), "why");
+        const cJSON *e;
+        printf("%s on %s (%s): %s, %lld weights, %.2f GB as stored (%s)\n", model_dir, str(hw, "class"),
+               str(hw, "source"), str(m, "kind"), (long long)num(m, "n_weights"),
+               num(m, "weight_bytes") / 1e9, str(m, "stored_type"));
+        cJSON_ArrayForEach(e, why) printf("  %s\n", e->valuestring ? e->valuestring : "");
     }
-    printf("%s on %s (%s): %s, %lld weights, %.2f GB as stored (%s)\n", model_dir,
-           edge_class_name(hw->cls), hw->source, m.kind == EDGE_MODEL_TTS ? "tts" : "llm",
-           (long long)m.n_weights, m.weight_bytes / 1e9, edge_type_name(m.stored_type));
-    for (int i = 0; i < EDGE_N_WHY; i++) printf("  %s\n", p.why[i]);
-    return 0;
+    cJSON_Delete(o);
+    return rc;
 }
 
 int cmd_probe(int argc, char **argv)
@@ -103,7 +157,7 @@ int cmd_probe(int argc, char **argv)
                                          {0, 0, 0, 0}};
     int json = 0, c;
     const char *root = NULL, *model_dir = NULL;
-    edge_derive_opts dopts = {0, EMBER_TYPE_NONE, 0};
+    ember_profile_params pp = ember_profile_default_params();
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end = NULL;
@@ -112,18 +166,18 @@ int cmd_probe(int argc, char **argv)
         case OPT_ROOT: root = optarg; break;
         case OPT_DERIVE: model_dir = optarg; break;
         case OPT_CONTEXT:
-            dopts.context = (int32_t)strtol(optarg, &end, 10);
-            if (*end || dopts.context < 1) {
+            pp.context = (int32_t)strtol(optarg, &end, 10);
+            if (*end || pp.context < 1) {
                 fprintf(stderr, "ember probe: --context needs a positive integer, not '%s'\n", optarg);
                 return 2;
             }
             break;
         case OPT_KV:
-            dopts.kv_type = !strcmp(optarg, "f32")    ? EMBER_TYPE_F32
+            pp.kv_type = !strcmp(optarg, "f32")    ? EMBER_TYPE_F32
                             : !strcmp(optarg, "f16")  ? EMBER_TYPE_F16
                             : !strcmp(optarg, "q8_0") ? EMBER_TYPE_Q8_0
                                                       : EMBER_TYPE_NONE;
-            if (!dopts.kv_type) {
+            if (!pp.kv_type) {
                 fprintf(stderr, "ember probe: --kv-type is f32, f16 or q8_0, not '%s'\n", optarg);
                 return 2;
             }
@@ -136,24 +190,25 @@ int cmd_probe(int argc, char **argv)
         fprintf(stderr, "ember probe: unexpected argument '%s'\n%s", argv[optind], probe_usage);
         return 2;
     }
-    edge_hw *hw = malloc(sizeof *hw);
-    if (!hw) {
-        fprintf(stderr, "ember probe: out of memory\n");
+    pp.root = root;
+    pp.hardware = root ? NULL : getenv("EMBER_HW_PROFILE");
+    /* the hardware first, so that its errors name EMBER_HW_PROFILE when it
+     * came from there; then the model's */
+    char *text = NULL;
+    if (ember_hardware_probe(&pp, &text) != EMBER_OK) {
+        fprintf(stderr, "ember probe: %s%s\n", pp.hardware && *pp.hardware ? "EMBER_HW_PROFILE: " : "",
+                ember_last_error());
         return 1;
     }
-    ember_status st = root ? edge_probe(root, hw) : edge_hw_detect("/", getenv("EMBER_HW_PROFILE"), hw);
-    int rc;
-    if (st) {
-        fprintf(stderr, "ember probe: %s\n", ember_last_error());
-        rc = 1;
-    } else if (model_dir) {
-        rc = derive(hw, model_dir, &dopts, json);
-    } else if (json) {
-        rc = print_json(edge_hw_to_json(hw));
-    } else {
-        print_hw_text(hw);
-        rc = 0;
+    if (model_dir) {
+        ember_free(text);
+        return derive(model_dir, &pp, json);
     }
-    free(hw);
+    cJSON *hw = parse(text);
+    if (!hw) return 1;
+    int rc = 0;
+    if (json) rc = print_json(hw);
+    else print_hw_text(hw);
+    cJSON_Delete(hw);
     return rc;
 }
