@@ -61,6 +61,52 @@ int cli_parse_type(const char *arg, ember_type *out);
 int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp);
 
+/* Sampling and stop options (cli_sampling.c), for generate and chat. */
+enum {
+    CLI_OPT_GREEDY = 1100,
+    CLI_OPT_TEMP,
+    CLI_OPT_TOP_K,
+    CLI_OPT_TOP_P,
+    CLI_OPT_MIN_P,
+    CLI_OPT_REPEAT_PENALTY,
+    CLI_OPT_PRESENCE_PENALTY,
+    CLI_OPT_FREQUENCY_PENALTY,
+    CLI_OPT_SEED,
+    CLI_OPT_STOP,
+    CLI_OPT_LOGIT_BIAS
+};
+#define CLI_SAMPLING_OPTIONS                                                               \
+    {"greedy", no_argument, 0, CLI_OPT_GREEDY}, {"temp", required_argument, 0, CLI_OPT_TEMP}, \
+        {"top-k", required_argument, 0, CLI_OPT_TOP_K},                                   \
+        {"top-p", required_argument, 0, CLI_OPT_TOP_P},                                   \
+        {"min-p", required_argument, 0, CLI_OPT_MIN_P},                                   \
+        {"repeat-penalty", required_argument, 0, CLI_OPT_REPEAT_PENALTY},                 \
+        {"presence-penalty", required_argument, 0, CLI_OPT_PRESENCE_PENALTY},             \
+        {"frequency-penalty", required_argument, 0, CLI_OPT_FREQUENCY_PENALTY},           \
+        {"seed", required_argument, 0, CLI_OPT_SEED},                                     \
+        {"stop", required_argument, 0, CLI_OPT_STOP},                                     \
+        {"logit-bias", required_argument, 0, CLI_OPT_LOGIT_BIAS}
+enum { CLI_MAX_STOP = 16, CLI_MAX_BIAS = 64 };
+typedef struct cli_sampling {
+    float temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
+    int32_t top_k;
+    struct { int temperature, top_k, top_p, min_p, repetition_penalty; } set; /* given on the command line */
+    unsigned long long seed;
+    const char *stop[CLI_MAX_STOP];
+    size_t n_stop;
+    ember_logit_bias bias[CLI_MAX_BIAS];
+    size_t n_bias;
+} cli_sampling;
+extern const char cli_sampling_usage[];
+void cli_sampling_init(cli_sampling *s);
+/* 1: handled, 0: not a sampling option, -1: bad value (message printed). */
+int cli_sampling_option(int c, const char *arg, const char *cmd, cli_sampling *s);
+/* The same as the API's generation parameters: p's sampling from the
+ * model's generation_config.json (model_dir NULL: greedy), then what the
+ * command line set, and its stop strings. p keeps pointers into s. */
+ember_status cli_sampling_generate_params(const cli_sampling *s, const char *model_dir,
+                                          ember_generate_params *p);
+
 /* --profile auto|off|explain (cli_profile.c), for generate, chat, serve,
  * tts and bench tts: the derived edge profile picks the weight format and
  * thread count the command line leaves open (auto is the default; explain

@@ -1,10 +1,11 @@
-/* The sampling and stopping options shared by generate, chat (and the
- * speech commands): see cli.h. */
+/* The sampling and stopping options shared by generate and chat, parsed
+ * into the public API's form: see cli_public.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_public.h"
+#include "ember.h"
 
 const char cli_sampling_usage[] =
     "  sampling (defaults: the model's generation_config.json; greedy without one):\n"
@@ -67,23 +68,23 @@ int cli_sampling_option(int c, const char *arg, const char *cmd, cli_sampling *s
     return -1;
 }
 
-ember_status cli_sampling_params(const cli_sampling *s, const char *model_dir,
-                                 et_textgen_params *p)
+ember_status cli_sampling_generate_params(const cli_sampling *s, const char *model_dir,
+                                          ember_generate_params *p)
 {
-    et_sampler_params *sp = &p->sampling;
-    ember_status st = model_dir ? et_model_sampling_defaults(model_dir, sp) : EMBER_OK;
-    if (!model_dir) sp->temperature = 0.0f;
+    ember_status st = EMBER_OK;
+    if (model_dir) st = ember_generate_params_from_model(model_dir, p);
+    else p->temperature = 0.0f;
     if (st) return st;
-    if (s->set.temperature) sp->temperature = s->temperature;
-    if (s->set.top_k) sp->top_k = s->top_k;
-    if (s->set.top_p) sp->top_p = s->top_p;
-    if (s->set.min_p) sp->min_p = s->min_p;
-    if (s->set.repetition_penalty) sp->repetition_penalty = s->repetition_penalty;
-    sp->presence_penalty = s->presence_penalty;
-    sp->frequency_penalty = s->frequency_penalty;
-    sp->seed = s->seed;
-    sp->logit_bias = s->bias;
-    sp->n_logit_bias = s->n_bias;
+    if (s->set.temperature) p->temperature = s->temperature;
+    if (s->set.top_k) p->top_k = s->top_k;
+    if (s->set.top_p) p->top_p = s->top_p;
+    if (s->set.min_p) p->min_p = s->min_p;
+    if (s->set.repetition_penalty) p->repetition_penalty = s->repetition_penalty;
+    p->presence_penalty = s->presence_penalty;
+    p->frequency_penalty = s->frequency_penalty;
+    p->seed = s->seed;
+    p->logit_bias = s->bias;
+    p->n_logit_bias = s->n_bias;
     p->stop = s->stop;
     p->n_stop = s->n_stop;
     return EMBER_OK;
