@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # `ember serve` with the trained demo model (models/demo), driven by the
-# official `openai` npm client: tools in, the expected function and arguments
-# out, the tool's result back, a final answer that uses it. The case is the
-# first single-call request of the demo corpus's held-out seed (2026, never
-# trained on): its expected call is what the generator derived from the
-# request's words, not anything ember printed.
+# official `openai` npm client on a real trained model's emissions: tools in,
+# a tool call out as the client's own types, the tool's result back, a final
+# answer. The request is the first single-call one of the demo corpus's
+# held-out seed (2026, never trained on). What the server must return is what
+# the model emits for the same rendered prompts through `ember generate
+# --greedy` (which tests/e2e/demo_model.sh holds equal to the PyTorch
+# reference token for token), parsed by bench/demo_eval.py's tool-call parser:
+# the server's template, tool-call parsing, JSON and the client must neither
+# lose nor alter anything. Whether the call is also the generator's expected
+# one is the model's quality, reported here and measured by bench/demo_eval.sh.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 model=${DEMO_MODEL:-models/demo}   # DEMO_MODEL: another checkpoint of the same recipe
@@ -22,24 +27,37 @@ SPID=""
 cleanup() { [ -n "$SPID" ] && kill -9 $SPID 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-$PY - "$tmp/case.json" <<'PY' || { fail serve_demo_case "no held-out case"; exit 1; }
-import json, sys
-sys.path.insert(0, "reference/demo")
-import corpus
+$PY - "$tmp" "$EMBER" "$model" <<'PY' || { fail serve_demo_case "could not prepare the case"; exit 1; }
+import json, subprocess, sys
+sys.path.insert(0, "reference/demo"); sys.path.insert(0, "bench")
+import chatfmt, corpus, demo_eval
+tmp, ember, model = sys.argv[1:4]
+
+def reply(messages, tools):
+    with open(f"{tmp}/prompt.txt", "w", encoding="utf-8") as f:
+        f.write(chatfmt.render(messages, tools, add_generation_prompt=True))
+    out = subprocess.run([ember, "generate", "-m", model, "--prompt-file", f"{tmp}/prompt.txt", "-n", "200",
+                          "--greedy", "--threads", "2"], capture_output=True, text=True, check=True)
+    return demo_eval.parse_reply(out.stdout)
+
 for conv, kinds in corpus._conversations(corpus.HELDOUT_SEED):
     msgs = conv["messages"]
     i = 1 if msgs[0]["role"] == "system" else 0
-    call = msgs[i + 1] if len(msgs) > i + 3 else {}
-    if kinds.get(i + 1) != "call" or len(call.get("tool_calls", [])) != 1:
-        continue
-    fn = call["tool_calls"][0]["function"]
-    result, answer = msgs[i + 2]["content"], msgs[i + 3]["content"]
-    values = [str(v) for v in json.loads(result).values() if str(v) in answer]
-    json.dump({"tools": conv["tools"], "messages": msgs[:i + 1],
-               "call": {"name": fn["name"], "arguments": fn["arguments"]},
-               "result": result, "answer_values": values, "min_values": min(2, len(values))},
-              open(sys.argv[1], "w"))
-    break
+    if kinds.get(i + 1) == "call" and len(msgs[i + 1].get("tool_calls", [])) == 1:
+        break
+tools, prompt, truth = conv["tools"], msgs[:i + 1], msgs[i + 1]["tool_calls"][0]["function"]
+result = msgs[i + 2]["content"]
+_, calls, malformed = reply(prompt, tools)
+case = {"tools": tools, "messages": prompt, "result": result, "truth": truth, "call": None, "final": None}
+if len(calls) == 1 and not malformed:
+    name, args = calls[0]
+    case["call"] = {"name": name, "arguments": args}
+    follow = prompt + [{"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": name, "arguments": args}}]},
+        {"role": "tool", "content": result}]
+    content, calls2, _ = reply(follow, tools)
+    case["final"] = {"content": content, "calls": len(calls2)}
+json.dump(case, open(f"{tmp}/case.json", "w"))
 PY
 if ! start_server "$tmp/server.log" -m "$model" --threads 2; then
   fail serve_demo_starts "$(cat "$tmp/server.log")"; exit 1
