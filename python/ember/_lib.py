@@ -316,3 +316,25 @@ def int32_array(values):
     values = list(values)
     return (c_int32 * max(1, len(values)))(*values), len(values)
 
+
+class Handle:
+    """An owned C object: self._h is its pointer and _free names the C call
+    that frees it. close() frees it once; garbage collection and the end of a
+    `with` block close it too."""
+
+    _free = None
+
+    def close(self):
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            getattr(lib, self._free)(h)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

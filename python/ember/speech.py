@@ -112,7 +112,7 @@ _TIMING_KEYS = ("frames", "chunks", "prefill_ms", "talker_ms", "predictor_ms", "
                 "first_audio_ms", "total_ms")
 
 
-class Speech:
+class Speech(_lib.Handle):
     """A loaded Qwen3-TTS model and one generation stream.
 
     It speaks one request at a time (one thread at a time; cancel() from
@@ -149,18 +149,7 @@ class Speech:
         check(lib.ember_tts_load(path_arg(self.path), ctypes.byref(tp), ctypes.byref(h)))
         self._h = h
 
-    def close(self):
-        if getattr(self, "_h", None):
-            lib.ember_tts_free(self._h)
-            self._h = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    _free = "ember_tts_free"
 
     @property
     def sample_rate(self):

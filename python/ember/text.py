@@ -189,7 +189,7 @@ def _finish_call(status, res, reply, errors):
 
 # ---- tokenizer and template ------------------------------------------------------------
 
-class Tokenizer:
+class Tokenizer(_lib.Handle):
     """A Hugging Face tokenizer (tokenizer.json, or vocab.json + merges.txt).
 
     Immutable once loaded: any number of threads may use one at once."""
@@ -200,13 +200,7 @@ class Tokenizer:
         check(lib.ember_tokenizer_load(path_arg(path), ctypes.byref(h)))
         self._h = h
 
-    def close(self):
-        """Frees the tokenizer (also done when it is garbage collected)."""
-        if getattr(self, "_h", None):
-            lib.ember_tokenizer_free(self._h)
-            self._h = None
-
-    __del__ = close
+    _free = "ember_tokenizer_free"
 
     def encode(self, text, add_special=False):
         """The ids of text (str or UTF-8 bytes); add_special adds the
@@ -256,7 +250,7 @@ class Tokenizer:
         return arr[:n.value]
 
 
-class ChatTemplate:
+class ChatTemplate(_lib.Handle):
     """A model's chat template (Jinja), rendered from OpenAI-style messages."""
 
     def __init__(self, model_dir=None, source=None, bos=None, eos=None):
@@ -268,12 +262,7 @@ class ChatTemplate:
             check(lib.ember_chat_template_load(path_arg(model_dir), ctypes.byref(h)))
         self._h = h
 
-    def close(self):
-        if getattr(self, "_h", None):
-            lib.ember_chat_template_free(self._h)
-            self._h = None
-
-    __del__ = close
+    _free = "ember_chat_template_free"
 
     def render(self, messages, tools=None, add_generation_prompt=True, enable_thinking=None,
                **extra):
@@ -296,11 +285,11 @@ class ChatTemplate:
 
 # ---- model and session ----------------------------------------------------------------
 
-class Model:
+class Model(_lib.Handle):
     """A loaded Spark-X2.5 model (a Hugging Face directory or a GGUF file).
 
     Immutable once loaded: many sessions and chats, on any threads, can use
-    one model at once. The derived profile (ember.profile) picks the weight
+    one model at once; close them before the model. The derived profile (ember.profile) picks the weight
     format and thread count that the arguments leave open, unless
     profile=False; profile_why says what it chose and why.
     """
@@ -345,19 +334,7 @@ class Model:
         self._tokenizer = None
         self._template = None
 
-    def close(self):
-        """Frees the model. Sessions and chats of it must be closed first."""
-        if getattr(self, "_h", None):
-            lib.ember_model_free(self._h)
-            self._h = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    _free = "ember_model_free"
 
     @property
     def tokenizer(self):
@@ -409,7 +386,7 @@ def _session_params(model, max_context, threads):
     return sp
 
 
-class Session:
+class Session(_lib.Handle):
     """One sequence's state (KV caches, position) over a Model. One thread
     at a time; cancel() may come from any thread."""
 
@@ -420,12 +397,7 @@ class Session:
         check(lib.ember_session_create(model._h, ctypes.byref(sp), ctypes.byref(h)))
         self._h = h
 
-    def close(self):
-        if getattr(self, "_h", None):
-            lib.ember_session_free(self._h)
-            self._h = None
-
-    __del__ = close
+    _free = "ember_session_free"
 
     def prefill(self, ids):
         """Feeds ids after what the session holds."""
@@ -497,7 +469,7 @@ class Session:
         return Stream(lambda push: self._generate(ids, push, gen), self.cancel)
 
 
-class Chat:
+class Chat(_lib.Handle):
     """A conversation: messages, the model's chat template and a session
     that keeps its cache across turns, so each reply runs only the new
     tokens. One thread at a time; cancel() may come from any thread.
@@ -523,18 +495,7 @@ class Chat:
         self._h = h
         self.last_reply = None
 
-    def close(self):
-        if getattr(self, "_h", None):
-            lib.ember_conversation_free(self._h)
-            self._h = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    _free = "ember_conversation_free"
 
     def add(self, content, role="user"):
         """Appends a message."""
