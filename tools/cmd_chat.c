@@ -46,27 +46,16 @@ typedef struct reply {
     int failed;
 } reply;
 
-static int append(char **buf, size_t *n, const char *text, size_t len)
-{
-    char *grown = realloc(*buf, *n + len + 1);
-    if (!grown) return -1;
-    memcpy(grown + *n, text, len);
-    *n += len;
-    grown[*n] = '\0';
-    *buf = grown;
-    return 0;
-}
-
 static int on_event(void *user, const et_toolcall_event *e)
 {
     reply *r = user;
     if (e->kind == ET_TOOLCALL_CONTENT) {
         fwrite(e->text, 1, e->len, stdout);
         fflush(stdout);
-        if (append(&r->content, &r->n_content, e->text, e->len)) r->failed = 1;
+        if (et_toolcall_text_append(&r->content, &r->n_content, e->text, e->len)) r->failed = 1;
     } else if (e->kind == ET_TOOLCALL_REASONING) {
         fwrite(e->text, 1, e->len, stderr);
-        if (append(&r->reasoning, &r->n_reasoning, e->text, e->len)) r->failed = 1;
+        if (et_toolcall_text_append(&r->reasoning, &r->n_reasoning, e->text, e->len)) r->failed = 1;
     } else {
         cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
         cJSON_AddStringToObject(call, "id", e->id);

@@ -160,25 +160,14 @@ ember_status ember_conversation_add_tool_result(ember_conversation *c, const cha
     return EMBER_OK;
 }
 
-static int append(char **buf, size_t *n, const char *text, size_t len)
-{
-    char *grown = realloc(*buf, *n + len + 1);
-    if (!grown) return -1;
-    memcpy(grown + *n, text, len);
-    *n += len;
-    grown[*n] = '\0';
-    *buf = grown;
-    return 0;
-}
-
 /* Collects the reply for the history. */
 static int collect(void *user, const et_toolcall_event *e)
 {
     ember_conversation *c = user;
     if (e->kind == ET_TOOLCALL_CONTENT) {
-        if (append(&c->content, &c->n_content, e->text, e->len)) c->oom = 1;
+        if (et_toolcall_text_append(&c->content, &c->n_content, e->text, e->len)) c->oom = 1;
     } else if (e->kind == ET_TOOLCALL_REASONING) {
-        if (append(&c->reasoning, &c->n_reasoning, e->text, e->len)) c->oom = 1;
+        if (et_toolcall_text_append(&c->reasoning, &c->n_reasoning, e->text, e->len)) c->oom = 1;
     } else {
         cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
         if (!call || !fn || !cJSON_AddStringToObject(call, "id", e->id) ||

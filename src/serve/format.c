@@ -79,17 +79,6 @@ static cJSON *text_choice(const char *text, size_t len, const char *finish)
     return c;
 }
 
-static int append(char **buf, size_t *n, const char *text, size_t len)
-{
-    char *grown = realloc(*buf, *n + len + 1);
-    if (!grown) return -1;
-    memcpy(grown + *n, text, len);
-    *n += len;
-    grown[*n] = '\0';
-    *buf = grown;
-    return 0;
-}
-
 static cJSON *call_object(const et_toolcall_event *e)
 {
     cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
@@ -135,8 +124,8 @@ int sv_format_event(sv_job *j, const et_toolcall_event *e)
         cJSON_AddItemToArray(j->calls, call_object(e));
         return 0;
     }
-    return e->kind == ET_TOOLCALL_CONTENT ? append(&j->content, &j->n_content, e->text, e->len)
-                                          : append(&j->reasoning, &j->n_reasoning, e->text, e->len);
+    return e->kind == ET_TOOLCALL_CONTENT ? et_toolcall_text_append(&j->content, &j->n_content, e->text, e->len)
+                                          : et_toolcall_text_append(&j->reasoning, &j->n_reasoning, e->text, e->len);
 }
 
 static void finish_stream(sv_job *j, const char *finish, int32_t prompt_tokens)

@@ -288,3 +288,14 @@ ember_status et_toolcall_finish(et_toolcall *tc, et_toolcall_sink sink, void *us
     }
     return st;
 }
+
+int et_toolcall_text_append(char **buf, size_t *n, const char *text, size_t len)
+{
+    char *grown = realloc(*buf, *n + len + 1);
+    if (!grown) return -1;
+    memcpy(grown + *n, text, len);
+    *n += len;
+    grown[*n] = '\0';
+    *buf = grown;
+    return 0;
+}

@@ -62,6 +62,11 @@ typedef struct et_toolcall_event {
     const char *arguments;
 } et_toolcall_event;
 
+/* For sinks that keep a reply: appends len bytes of an event's text to *buf
+ * (NUL-terminated, *n bytes long, grown with realloc). -1 when out of
+ * memory, *buf then unchanged. */
+int et_toolcall_text_append(char **buf, size_t *n, const char *text, size_t len);
+
 /* Returns non-zero to stop: the feed then returns EMBER_ERR_CANCELLED. */
 typedef int (*et_toolcall_sink)(void *user, const et_toolcall_event *event);
 
