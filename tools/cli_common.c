@@ -7,26 +7,36 @@
 #include "cli_public.h"
 
 const char cli_common_usage[] =
-    "  --dtype f32|f16|bf16|q8_0|q4_0   convert the weights at load (default: as stored)\n"
+    "  --dtype f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|...   convert the weights at load (default: as stored)\n"
     "  --threads N                      worker threads (default: one per CPU)\n"
     "  --kernels scalar|avx2|avx512|neon  force a kernel set (default: the best this CPU runs)\n"
     "  --gelu erf|tanh                  MLP GELU form (default erf, the model's own)\n"
     "  --chunk N                        prefill chunk in tokens (default 64)\n"
     "  --kv-type f32|f16|q8_0           KV cache format (default f32)\n";
 
+static const struct {
+    const char *name;
+    ember_type type;
+} weight_types[] = {{"f32", EMBER_TYPE_F32},     {"f16", EMBER_TYPE_F16},       {"bf16", EMBER_TYPE_BF16},
+                    {"q8_0", EMBER_TYPE_Q8_0},   {"q4_0", EMBER_TYPE_Q4_0},     {"q2_k", EMBER_TYPE_Q2_K},
+                    {"q3_k", EMBER_TYPE_Q3_K},   {"q4_k", EMBER_TYPE_Q4_K},     {"q5_k", EMBER_TYPE_Q5_K},
+                    {"q6_k", EMBER_TYPE_Q6_K},   {"iq4_nl", EMBER_TYPE_IQ4_NL}, {"iq4_xs", EMBER_TYPE_IQ4_XS}};
+
 int cli_parse_type(const char *arg, ember_type *out)
 {
-    static const struct {
-        const char *name;
-        ember_type type;
-    } types[] = {{"f32", EMBER_TYPE_F32},   {"f16", EMBER_TYPE_F16},   {"bf16", EMBER_TYPE_BF16},
-                 {"q8_0", EMBER_TYPE_Q8_0}, {"q4_0", EMBER_TYPE_Q4_0}};
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (!strcmp(arg, types[i].name)) {
-            *out = types[i].type;
+    for (size_t i = 0; i < sizeof weight_types / sizeof *weight_types; i++)
+        if (!strcmp(arg, weight_types[i].name)) {
+            *out = weight_types[i].type;
             return 0;
         }
     return -1;
+}
+
+const char *cli_type_name(ember_type t)
+{
+    for (size_t i = 0; i < sizeof weight_types / sizeof *weight_types; i++)
+        if (weight_types[i].type == t) return weight_types[i].name;
+    return t == EMBER_TYPE_NONE ? "as stored" : "?";
 }
 
 static int parse_int(const char *arg, long lo, long hi, int32_t *out)

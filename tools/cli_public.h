@@ -57,6 +57,8 @@ enum {
 extern const char cli_common_usage[];
 /* "f32", "f16", "bf16", "q8_0", "q4_0" -> the type; -1 for anything else. */
 int cli_parse_type(const char *arg, ember_type *out);
+/* The command-line name of a weight type ("q4_k"; "as stored" for NONE). */
+const char *cli_type_name(ember_type t);
 /* 1: handled, 0: not a common option, -1: bad value (message printed). */
 int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp);

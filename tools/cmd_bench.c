@@ -28,12 +28,6 @@ typedef struct result {
     cli_rss peak;
 } result;
 
-static const char *type_name(ember_type t)
-{
-    static const char *const names[] = {"as stored", "f32", "f16", "bf16", "q8_0", "q4_0"};
-    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -126,7 +120,7 @@ static int run_batches(ember_model *model, const ember_session_params *sp, int t
     }
     printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, "
            "\"prompt\": %d, \"gen\": %d, \"reps\": %d, \"batch\": [",
-           dir, ember_model_kernels(model), type_name(dtype), threads, n_prompt, n_gen, reps);
+           dir, ember_model_kernels(model), cli_type_name(dtype), threads, n_prompt, n_gen, reps);
     for (size_t i = 0; i < n_rows; i++)
         printf("%s{\"rows\": %d, \"step_ms\": %.3f, \"aggregate_tok_s\": %.3f, "
                "\"speedup\": %.3f}",
@@ -229,7 +223,7 @@ int cmd_bench(int argc, char **argv)
         printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, "
                "\"all_full\": %s, \"prompt\": %d, \"gen\": %d, \"reps\": %d, \"load_s\": %.3f, "
                "\"weight_bytes\": %zu, \"read_bw_gbs\": %.3f, \"results\": [",
-               dir, ember_model_kernels(model), type_name(mp.weight_type),
+               dir, ember_model_kernels(model), cli_type_name(mp.weight_type),
                threads, mp.all_full_attention ? "true" : "false", n_prompt, n_gen, reps, load_s,
                ember_model_weight_bytes(model), bw);
         for (size_t i = 0; i < n_ctx; i++)

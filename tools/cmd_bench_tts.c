@@ -104,7 +104,6 @@ int cmd_bench_tts(int argc, char **argv)
     cli_rss r_now = cli_rss_now();
     anon = r_now.anon;
     file = r_now.file;
-    const char *const type_names[] = {"as stored", "f32", "f16", "bf16", "q8_0", "q4_0"};
     double tm = cli_median(talker, reps), pm = cli_median(pred, reps), pf = cli_median(prefill, reps);
     double bwm = cli_median(bw, reps), rf = cli_median(roof, reps);
     if (json)
@@ -114,7 +113,7 @@ int cmd_bench_tts(int argc, char **argv)
                "\"total_ms_per_frame\": %.3f, \"realtime_factor\": %.4f, \"talker_bytes_per_frame\": %zu, "
                "\"predictor_bytes_per_frame\": %zu, \"read_bw_gbs\": %.3f, \"roofline_fraction\": %.4f, "
                "\"rss_anon_bytes\": %zu, \"rss_file_bytes\": %zu}\n",
-               dir, m->kernels->name, type_names[mp.weight_type], sp.n_threads, frames, reps, load_s,
+               dir, m->kernels->name, cli_type_name(mp.weight_type), sp.n_threads, frames, reps, load_s,
                tts_session_prompt_length(s), pf, tm, pm, tm + pm, (tm + pm) / 80.0,
                tts_model_talker_bytes(m), tts_model_predictor_pass_bytes(m) * (size_t)(cfg->n_groups - 1),
                bwm, rf, anon, file);

@@ -20,7 +20,8 @@ _STATUS_NAMES = {
 ERR_CANCELLED = 7
 
 # ember_type
-TYPES = {None: 0, "none": 0, "f32": 1, "f16": 2, "bf16": 3, "q8_0": 4, "q4_0": 5}
+TYPES = {None: 0, "none": 0, "f32": 1, "f16": 2, "bf16": 3, "q8_0": 4, "q4_0": 5, "q2_k": 6, "q3_k": 7,
+         "q4_k": 8, "q5_k": 9, "q6_k": 10, "iq4_nl": 11, "iq4_xs": 12}
 TYPE_NAMES = {v: k for k, v in TYPES.items() if k}
 
 
@@ -308,7 +309,7 @@ def type_code(name):
     """"q8_0" -> EMBER_TYPE_Q8_0; None -> NONE."""
     key = name.lower() if isinstance(name, str) else name
     if key not in TYPES:
-        raise ValueError("weight type %r: one of f32, f16, bf16, q8_0, q4_0" % (name,))
+        raise ValueError("weight type %r: one of " + ", ".join(k for k in TYPES if k and k != "none") % (name,))
     return TYPES[key]
 
 

@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "edge/hw_json.h"
 #include "edge/probe.h"
+#include "kernels/formats.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define STEADY_FRAMES 25         /* 2 s of audio at 12.5 frames/s: the steady chunk */
@@ -55,20 +56,24 @@ const char *edge_type_name(ember_type t)
     case EMBER_TYPE_BF16: return "bf16";
     case EMBER_TYPE_Q8_0: return "q8_0";
     case EMBER_TYPE_Q4_0: return "q4_0";
+    case EMBER_TYPE_Q2_K: return "q2_k";
+    case EMBER_TYPE_Q3_K: return "q3_k";
+    case EMBER_TYPE_Q4_K: return "q4_k";
+    case EMBER_TYPE_Q5_K: return "q5_k";
+    case EMBER_TYPE_Q6_K: return "q6_k";
+    case EMBER_TYPE_IQ4_NL: return "iq4_nl";
+    case EMBER_TYPE_IQ4_XS: return "iq4_xs";
     case EMBER_TYPE_NONE: break;
     }
     return "as stored";
 }
 
-/* Bytes per weight in memory (Q8_0: 32 int8 + an f16 scale per block; Q4_0: 32 nibbles + scale). */
+/* Bytes per weight in memory: the format table's block bytes over block
+ * values (NONE: as bf16). */
 static double bytes_per_weight(ember_type t)
 {
-    switch (t) {
-    case EMBER_TYPE_F32: return 4.0;
-    case EMBER_TYPE_Q8_0: return 34.0 / 32.0;
-    case EMBER_TYPE_Q4_0: return 18.0 / 32.0;
-    default: return 2.0;
-    }
+    const ek_format *f = ek_format_by_name(edge_type_name(t));
+    return f ? (double)f->block_bytes / (double)f->block : 2.0;
 }
 
 /* ---- threads and pinning ---- */

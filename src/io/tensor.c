@@ -8,6 +8,13 @@ const char *et_dtype_name(et_dtype dt)
     case ET_BF16: return "BF16";
     case ET_Q8_0: return "Q8_0";
     case ET_Q4_0: return "Q4_0";
+    case ET_Q2_K: return "Q2_K";
+    case ET_Q3_K: return "Q3_K";
+    case ET_Q4_K: return "Q4_K";
+    case ET_Q5_K: return "Q5_K";
+    case ET_Q6_K: return "Q6_K";
+    case ET_IQ4_NL: return "IQ4_NL";
+    case ET_IQ4_XS: return "IQ4_XS";
     case ET_DTYPE_COUNT: break;
     }
     return "?";
@@ -19,9 +26,7 @@ size_t et_dtype_size(et_dtype dt)
     case ET_F32: return 4;
     case ET_F16: return 2;
     case ET_BF16: return 2;
-    case ET_Q8_0:
-    case ET_Q4_0:
-    case ET_DTYPE_COUNT: break;
+    default: break; /* block formats */
     }
     return 0;
 }

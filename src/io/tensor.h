@@ -14,10 +14,20 @@ typedef enum et_dtype {
     ET_BF16,
     ET_Q8_0, /* blocks of 32: f16 scale + 32 int8 */
     ET_Q4_0, /* blocks of 32: f16 scale + 16 bytes of 4-bit values */
+    /* llama.cpp's K-quants and IQ4 (src/kernels/kquants.h): super-blocks of
+     * 256 values (IQ4_NL: 32) with integer sub-block scales */
+    ET_Q2_K,
+    ET_Q3_K,
+    ET_Q4_K,
+    ET_Q5_K,
+    ET_Q6_K,
+    ET_IQ4_NL,
+    ET_IQ4_XS,
     ET_DTYPE_COUNT
 } et_dtype;
 
-/* "F32", "F16", "BF16" as safetensors spells them; "Q8_0", "Q4_0". */
+/* "F32", "F16", "BF16" as safetensors spells them; "Q8_0", "Q4_K", ... as
+ * ggml does. */
 const char *et_dtype_name(et_dtype dt);
 /* Bytes per element of a float format; 0 for block formats. */
 size_t et_dtype_size(et_dtype dt);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/convert.h"
+#include "kernels/kquants.h"
 
 uint16_t ek_f32_to_f16(float f)
 {
@@ -141,6 +142,16 @@ static const ek_format formats[ET_DTYPE_COUNT] = {
                  q8_0_from_f32},
     [ET_Q4_0] = {ET_Q4_0, "q4_0", EK_QBLOCK, sizeof(ek_block_q4_0), 2, ET_Q8_0, q4_0_to_f32,
                  q4_0_from_f32},
+#define KQ(DT, NAME, BLOCK, TYPE, GGML, STEM) \
+    [DT] = {DT, NAME, BLOCK, sizeof(TYPE), GGML, ET_Q8_0, ek_##STEM##_to_f32, ek_##STEM##_from_f32}
+    KQ(ET_Q2_K, "q2_k", EK_QK_K, ek_block_q2_k, 10, q2_k),
+    KQ(ET_Q3_K, "q3_k", EK_QK_K, ek_block_q3_k, 11, q3_k),
+    KQ(ET_Q4_K, "q4_k", EK_QK_K, ek_block_q4_k, 12, q4_k),
+    KQ(ET_Q5_K, "q5_k", EK_QK_K, ek_block_q5_k, 13, q5_k),
+    KQ(ET_Q6_K, "q6_k", EK_QK_K, ek_block_q6_k, 14, q6_k),
+    KQ(ET_IQ4_NL, "iq4_nl", EK_QBLOCK, ek_block_iq4_nl, 20, iq4_nl),
+    KQ(ET_IQ4_XS, "iq4_xs", EK_QK_K, ek_block_iq4_xs, 23, iq4_xs),
+#undef KQ
 };
 
 const ek_format *ek_format_of(et_dtype dt)

@@ -41,6 +41,7 @@ const ek_kernel_set *ek_kernels_avx512(void);
 #include <string.h>
 
 #include "kernels/formats.h"
+#include "kernels/kquants.h"
 #include "kernels/rows8.h"
 #include "kernels/simd_common.h"
 #include "kernels/vec_avx512.h"
@@ -740,7 +741,7 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
 static const ek_kernel_set avx512_set = {
     "avx512",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
-     [ET_Q4_0] = gemm_q4_0},
+     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_scalar)},
     quantize_q8_0,
     dot_f32_avx512,
     axpy_f32_avx512,

@@ -5,6 +5,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/formats.h"
+#include "kernels/kquants.h"
 #include "kernels/matmul.h"
 #include "kernels/rows8.h"
 
@@ -145,7 +146,7 @@ float ek_dot_f32_scalar(const float *w, const float *x, int64_t n) { return dot_
 static const ek_kernel_set scalar_set = {
     "scalar",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
-     [ET_Q4_0] = gemm_q4_0},
+     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_scalar)},
     quantize_q8_0,
     ek_dot_f32_scalar,
     ek_axpy_f32_scalar,

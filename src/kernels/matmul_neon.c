@@ -25,6 +25,7 @@ const ek_kernel_set *ek_kernels_neon(void);
 #include "kernels/convert.h"
 #include "kernels/cpu.h"
 #include "kernels/formats.h"
+#include "kernels/kquants.h"
 #include "kernels/simd_common.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -233,7 +234,7 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
     static const ek_kernel_set NAME = {                                                        \
         "neon",                                                                                \
         {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                       \
-         [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0},                                          \
+         [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_scalar)},                                        \
         quantize_q8_0,                                                                         \
         dot_f32_neon,                                                                          \
         axpy_f32_neon,                                                                         \

@@ -381,6 +381,14 @@ static uint32_t file_type(et_dtype t)
     case ET_Q4_0: return 2;
     case ET_Q8_0: return 7;
     case ET_BF16: return 32;
+    /* one K type throughout: the "_S" (small) member of its family */
+    case ET_Q2_K: return 10;
+    case ET_Q3_K: return 11;
+    case ET_Q4_K: return 14;
+    case ET_Q5_K: return 16;
+    case ET_Q6_K: return 18;
+    case ET_IQ4_NL: return 25;
+    case ET_IQ4_XS: return 30;
     case ET_DTYPE_COUNT: break;
     }
     return 0;

@@ -187,7 +187,8 @@ ember_status ember_model_load(const char *dir, const ember_model_params *params,
     m->params = params ? *params : ember_model_default_params();
     const char *bad = NULL;
     if (m->params.gelu != EMBER_GELU_ERF && m->params.gelu != EMBER_GELU_TANH) bad = "gelu mode";
-    else if ((unsigned)m->params.weight_type > EMBER_TYPE_Q4_0) bad = "weight_type";
+    else if (m->params.weight_type != EMBER_TYPE_NONE && wt_dtype_of_type(m->params.weight_type) == ET_DTYPE_COUNT)
+        bad = "weight_type";
     else if (!(m->kernels = m->params.kernels ? ek_kernels_by_name(m->params.kernels)
                                               : ek_kernels_best()))
         bad = "kernel set (unknown, or this CPU cannot run it)";

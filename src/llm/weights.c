@@ -17,6 +17,13 @@ et_dtype wt_dtype_of_type(ember_type t)
     case EMBER_TYPE_BF16: return ET_BF16;
     case EMBER_TYPE_Q8_0: return ET_Q8_0;
     case EMBER_TYPE_Q4_0: return ET_Q4_0;
+    case EMBER_TYPE_Q2_K: return ET_Q2_K;
+    case EMBER_TYPE_Q3_K: return ET_Q3_K;
+    case EMBER_TYPE_Q4_K: return ET_Q4_K;
+    case EMBER_TYPE_Q5_K: return ET_Q5_K;
+    case EMBER_TYPE_Q6_K: return ET_Q6_K;
+    case EMBER_TYPE_IQ4_NL: return ET_IQ4_NL;
+    case EMBER_TYPE_IQ4_XS: return ET_IQ4_XS;
     case EMBER_TYPE_NONE: break;
     }
     return ET_DTYPE_COUNT;

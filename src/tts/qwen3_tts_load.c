@@ -211,7 +211,7 @@ ember_status tts_model_load(const char *dir, const tts_model_params *params, tts
     if (!m) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
     m->weight_type = params ? params->weight_type : EMBER_TYPE_NONE;
     const char *kernels = params ? params->kernels : NULL;
-    if ((unsigned)m->weight_type > EMBER_TYPE_Q4_0) {
+    if (m->weight_type != EMBER_TYPE_NONE && wt_dtype_of_type(m->weight_type) == ET_DTYPE_COUNT) {
         free(m);
         return ember_fail(EMBER_ERR_INVALID_ARG, "tts_model_load: invalid weight_type");
     }

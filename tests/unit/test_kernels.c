@@ -73,7 +73,7 @@ static void gemm_matches_double_reference(void)
     static const char *const sets[] = {"scalar", "avx2", "avx512", "neon"};
     static const int64_t rows_list[] = {1, 7, 33};
     static const int64_t cols_float[] = {1, 7, 8, 9, 33, 257};
-    static const int64_t cols_block[] = {32, 64, 96, 288};
+    static const int64_t blocks_ref[] = {1, 2, 3, 9};
     static const int tokens_list[] = {1, 3, 5};
     int tested = 0;
     for (size_t si = 0; si < sizeof sets / sizeof *sets; si++) {
@@ -82,12 +82,12 @@ static void gemm_matches_double_reference(void)
         tested++;
         for (int dt = 0; dt < ET_DTYPE_COUNT; dt++) {
             const ek_format *fmt = ek_format_of((et_dtype)dt);
-            const int64_t *cols_list = fmt->block == 1 ? cols_float : cols_block;
             size_t n_cols = fmt->block == 1 ? 6 : 4;
             for (size_t ri = 0; ri < 3; ri++)
                 for (size_t ci = 0; ci < n_cols; ci++)
                     for (size_t ti = 0; ti < 3; ti++) {
-                        int64_t R = rows_list[ri], C = cols_list[ci];
+                        int64_t R = rows_list[ri];
+                        int64_t C = fmt->block == 1 ? cols_float[ci] : fmt->block * blocks_ref[ci];
                         int T = tokens_list[ti];
                         void *w = random_matrix((et_dtype)dt, R, C);
                         float *wf = malloc((size_t)(R * C) * sizeof(float));
@@ -343,10 +343,11 @@ static void simd_sets_match_scalar_twin(void)
                      * adds nothing the smaller cases do not cover */
                     if (T > 17 && R > 17 && R != 33) continue;
                     for (int rep = 0; rep < 2; rep++, pick++) {
+                        int64_t nb = blocks_list[pick % (sizeof blocks_list / sizeof *blocks_list)];
+                        if (fmt->block > EK_QBLOCK) nb = 1 + nb / 8; /* 256-value super-blocks */
                         int64_t C = fmt->block == 1
                                         ? cols_float[pick % (sizeof cols_float / sizeof *cols_float)]
-                                        : EK_QBLOCK * blocks_list[pick % (sizeof blocks_list /
-                                                                          sizeof *blocks_list)];
+                                        : fmt->block * nb;
                         if (simd_case(sets[si], (et_dtype)dt, R, C, T)) return;
                     }
                 }
