@@ -11,15 +11,16 @@
 
 #include "cli.h"
 #include "ember.h"
-#include "kernels/formats.h"
 #include "llm/spark_gguf.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ember quantize IN OUT.gguf [--type q8_0|q4_0|bf16|f16|f32]\n"
+    fprintf(f, "usage: ember quantize IN OUT.gguf [--type q8_0|q4_k_m|...]\n"
                "  IN: a Hugging Face checkpoint directory or a GGUF file\n"
-               "  --type: the format of every weight matrix (default q8_0); norms and\n"
-               "          biases stay f32. OUT is written whole or not at all.\n");
+               "  --type: a format for every weight matrix, or one of llama.cpp's mixes\n"
+               "          (default q8_0): %s.\n"
+               "          Norms and biases stay f32. OUT is written whole or not at all.\n",
+            quant_mix_names());
 }
 
 typedef struct bar {
@@ -50,16 +51,15 @@ int cmd_quantize(int argc, char **argv)
     static const struct option opts[] = {{"type", required_argument, 0, 't'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const ek_format *fmt = ek_format_by_name("q8_0");
+    const quant_mix *mix = quant_mix_by_name("q8_0");
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
         switch (c) {
         case 't':
-            fmt = ek_format_by_name(optarg);
-            if (!fmt) {
-                fprintf(stderr, "ember quantize: unknown --type '%s' (expected q8_0, q4_0, bf16, "
-                                "f16 or f32)\n", optarg);
+            mix = quant_mix_by_name(optarg);
+            if (!mix) {
+                fprintf(stderr, "ember quantize: unknown --type '%s' (expected %s)\n", optarg, quant_mix_names());
                 return 2;
             }
             break;
@@ -81,7 +81,7 @@ int cmd_quantize(int argc, char **argv)
         return 1;
     }
     bar b = {isatty(STDERR_FILENO), -1};
-    ember_status st = spark_gguf_write(model, out, fmt->dtype, on_progress, &b);
+    ember_status st = spark_gguf_write(model, out, mix, on_progress, &b);
     if (b.tty && b.last >= 0) fprintf(stderr, "\r\033[K");
     size_t n_tensors = spark_gguf_tensor_count(model);
     ember_model_free(model);
@@ -92,6 +92,6 @@ int cmd_quantize(int argc, char **argv)
     struct stat sb;
     long long bytes = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
     fprintf(stderr, "ember quantize: wrote %s: %zu tensors, %lld bytes (%s), %.2f s\n", out,
-            n_tensors, bytes, fmt->name, cli_now_s() - t0);
+            n_tensors, bytes, quant_mix_name(mix), cli_now_s() - t0);
     return 0;
 }

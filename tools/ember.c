@@ -68,7 +68,7 @@ static const struct {
      "    prefill/decode speed, bytes per token, roofline fraction, RSS\n"
      "tts -m DIR [--frames 100] [--json]   time to first audio, real-time factor, chunk gaps\n"
      "tts-codes -m DIR [--frames 10] [--json]   ms per codec frame, roofline"},
-    {"quantize", cmd_quantize, "IN OUT.gguf [--type q8_0|q4_0|bf16|f16|f32]   write a GGUF"},
+    {"quantize", cmd_quantize, "IN OUT.gguf [--type q8_0|q4_0|q4_k_m|q5_k_m|q6_k|...]   write a GGUF"},
     {"tokenize", cmd_tokenize, "-m DIR [--json] [--jsonl] [--no-special]   text on stdin -> token ids"},
     {"detokenize", cmd_detokenize, "-m DIR [--skip-special]   token ids on stdin -> text"},
     {"template", cmd_template,

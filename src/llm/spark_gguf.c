@@ -29,23 +29,24 @@ typedef struct layer_name {
     kind k;
     size_t field;     /* offsetof(spark_layer, ...) */
     len_dim len;      /* vectors */
+    qm_role role;     /* matrices: what the quantization mix calls them */
 } layer_name;
 
 static const layer_name layer_names[] = {
-    {"attn_norm.weight", "input_layernorm.weight", K_VEC, offsetof(spark_layer, attn_norm), L_HIDDEN},
-    {"attn_qkv.weight", "self_attn.q_k_v_proj.weight", K_QKV, offsetof(spark_layer, wq), L_NONE},
-    {"attn_qkv.bias", "self_attn.q_k_v_proj.bias", K_QKV_BIAS, offsetof(spark_layer, bq), L_QKV},
-    {"attn_gate.weight", "self_attn.g_proj.weight", K_MAT, offsetof(spark_layer, wg), L_NONE},
-    {"attn_gate.bias", "self_attn.g_proj.bias", K_VEC, offsetof(spark_layer, bg), L_HEADS},
-    {"attn_output.weight", "self_attn.out_proj.weight", K_MAT, offsetof(spark_layer, wo), L_NONE},
-    {"attn_output.bias", "self_attn.out_proj.bias", K_VEC, offsetof(spark_layer, bo), L_HIDDEN},
-    {"ffn_norm.weight", "post_attention_layernorm.weight", K_VEC, offsetof(spark_layer, mlp_norm), L_HIDDEN},
-    {"ffn_gate.weight", "mlp.gate_proj.weight", K_MAT, offsetof(spark_layer, w_gate), L_NONE},
-    {"ffn_gate.bias", "mlp.gate_proj.bias", K_VEC, offsetof(spark_layer, b_gate), L_INTER},
-    {"ffn_up.weight", "mlp.up_proj.weight", K_MAT, offsetof(spark_layer, w_up), L_NONE},
-    {"ffn_up.bias", "mlp.up_proj.bias", K_VEC, offsetof(spark_layer, b_up), L_INTER},
-    {"ffn_down.weight", "mlp.down_proj.weight", K_MAT, offsetof(spark_layer, w_down), L_NONE},
-    {"ffn_down.bias", "mlp.down_proj.bias", K_VEC, offsetof(spark_layer, b_down), L_HIDDEN},
+    {"attn_norm.weight", "input_layernorm.weight", K_VEC, offsetof(spark_layer, attn_norm), L_HIDDEN, QM_NONE},
+    {"attn_qkv.weight", "self_attn.q_k_v_proj.weight", K_QKV, offsetof(spark_layer, wq), L_NONE, QM_ATTN_QKV},
+    {"attn_qkv.bias", "self_attn.q_k_v_proj.bias", K_QKV_BIAS, offsetof(spark_layer, bq), L_QKV, QM_NONE},
+    {"attn_gate.weight", "self_attn.g_proj.weight", K_MAT, offsetof(spark_layer, wg), L_NONE, QM_ATTN_GATE},
+    {"attn_gate.bias", "self_attn.g_proj.bias", K_VEC, offsetof(spark_layer, bg), L_HEADS, QM_NONE},
+    {"attn_output.weight", "self_attn.out_proj.weight", K_MAT, offsetof(spark_layer, wo), L_NONE, QM_ATTN_OUTPUT},
+    {"attn_output.bias", "self_attn.out_proj.bias", K_VEC, offsetof(spark_layer, bo), L_HIDDEN, QM_NONE},
+    {"ffn_norm.weight", "post_attention_layernorm.weight", K_VEC, offsetof(spark_layer, mlp_norm), L_HIDDEN, QM_NONE},
+    {"ffn_gate.weight", "mlp.gate_proj.weight", K_MAT, offsetof(spark_layer, w_gate), L_NONE, QM_FFN_GATE},
+    {"ffn_gate.bias", "mlp.gate_proj.bias", K_VEC, offsetof(spark_layer, b_gate), L_INTER, QM_NONE},
+    {"ffn_up.weight", "mlp.up_proj.weight", K_MAT, offsetof(spark_layer, w_up), L_NONE, QM_FFN_UP},
+    {"ffn_up.bias", "mlp.up_proj.bias", K_VEC, offsetof(spark_layer, b_up), L_INTER, QM_NONE},
+    {"ffn_down.weight", "mlp.down_proj.weight", K_MAT, offsetof(spark_layer, w_down), L_NONE, QM_FFN_DOWN},
+    {"ffn_down.bias", "mlp.down_proj.bias", K_VEC, offsetof(spark_layer, b_down), L_HIDDEN, QM_NONE},
 };
 #define N_LAYER_NAMES (sizeof layer_names / sizeof *layer_names)
 
@@ -373,28 +374,7 @@ static ember_status produce_matrix(void *ctx, gguf_sink *sink)
     return st;
 }
 
-static uint32_t file_type(et_dtype t)
-{
-    switch (t) { /* llama.cpp's llama_ftype */
-    case ET_F32: return 0;
-    case ET_F16: return 1;
-    case ET_Q4_0: return 2;
-    case ET_Q8_0: return 7;
-    case ET_BF16: return 32;
-    /* one K type throughout: the "_S" (small) member of its family */
-    case ET_Q2_K: return 10;
-    case ET_Q3_K: return 11;
-    case ET_Q4_K: return 14;
-    case ET_Q5_K: return 16;
-    case ET_Q6_K: return 18;
-    case ET_IQ4_NL: return 25;
-    case ET_IQ4_XS: return 30;
-    case ET_DTYPE_COUNT: break;
-    }
-    return 0;
-}
-
-static ember_status put_metadata(gguf_writer *w, const ember_model *m, et_dtype type)
+static ember_status put_metadata(gguf_writer *w, const ember_model *m, const quant_mix *mix)
 {
     const spark_config *c = &m->cfg;
     const gguf_file *src = ck_gguf(m->ck);
@@ -417,8 +397,8 @@ static ember_status put_metadata(gguf_writer *w, const ember_model *m, et_dtype 
     for (int32_t i = 0; i < c->n_layers; i++) pattern[i] = c->layer_type[i] == SPARK_SLIDING;
     if ((st = gguf_set_str(w, "general.architecture", ARCH)) ||
         (st = gguf_set_str(w, "general.name", name)) ||
-        (st = gguf_set_u32(w, "general.file_type", file_type(type))) ||
-        (!et_dtype_is_float(type) && (st = gguf_set_u32(w, "general.quantization_version", 2))) ||
+        (st = gguf_set_u32(w, "general.file_type", quant_mix_file_type(mix))) ||
+        (!et_dtype_is_float(quant_mix_base(mix)) && (st = gguf_set_u32(w, "general.quantization_version", 2))) ||
         (st = gguf_set_u32(w, ARCH ".block_count", (uint32_t)c->n_layers)) ||
         (st = gguf_set_u32(w, ARCH ".context_length", (uint32_t)c->max_positions)) ||
         (st = gguf_set_u32(w, ARCH ".embedding_length", (uint32_t)c->hidden)) ||
@@ -490,7 +470,7 @@ static int64_t vec_len(const spark_config *c, len_dim d)
     return 0;
 }
 
-static ember_status add_layer(gguf_writer *w, const ember_model *m, int32_t i, et_dtype type,
+static ember_status add_layer(gguf_writer *w, const ember_model *m, int32_t i, const quant_mix *mix,
                               mat_src **next)
 {
     const spark_layer *L = &m->layers[i];
@@ -500,11 +480,15 @@ static ember_status add_layer(gguf_writer *w, const ember_model *m, int32_t i, e
         const layer_name *ln = &layer_names[k2];
         const void *field = (const char *)L + ln->field;
         snprintf(name, sizeof name, "blk.%d.%s", i, ln->gguf);
+        const int n = m->cfg.n_layers;
+        const bool tied = m->cfg.tie_embeddings;
         if (ln->k == K_QKV) {
             ek_matrix parts[3] = {L->wq, L->wk, L->wv};
+            et_dtype type = quant_mix_type(mix, ln->role, i, n, parts[0].cols, tied);
             st = add_matrix(w, (*next)++, name, type, parts, 3);
         } else if (ln->k == K_MAT) {
             const ek_matrix *mat = field;
+            et_dtype type = quant_mix_type(mix, ln->role, i, n, mat->cols, tied);
             if (mat->rows) st = add_matrix(w, (*next)++, name, type, mat, 1);
         } else {
             const float *v = *(const float *const *)field; /* QKV bias: bq, bk, bv are contiguous */
@@ -529,12 +513,10 @@ size_t spark_gguf_tensor_count(const ember_model *m)
     return n;
 }
 
-ember_status spark_gguf_write(const ember_model *m, const char *path, et_dtype type,
+ember_status spark_gguf_write(const ember_model *m, const char *path, const quant_mix *mix,
                               int (*progress)(void *ctx, size_t done, size_t total), void *ctx)
 {
-    if (!m || !path) return ember_fail(EMBER_ERR_INVALID_ARG, "spark_gguf_write: NULL argument");
-    if (!ek_format_of(type))
-        return ember_fail(EMBER_ERR_INVALID_ARG, "spark_gguf_write: bad weight type");
+    if (!m || !path || !mix) return ember_fail(EMBER_ERR_INVALID_ARG, "spark_gguf_write: NULL argument");
     if (m->params.all_full_attention)
         return ember_fail(EMBER_ERR_INVALID_ARG, "spark_gguf_write: the model was loaded with "
                           "all_full_attention (a benchmarking mode that changes it); load it "
@@ -545,11 +527,16 @@ ember_status spark_gguf_write(const ember_model *m, const char *path, et_dtype t
     mat_src *srcs = calloc(2 + 6 * (size_t)c->n_layers, sizeof *srcs), *next = srcs;
     ember_status st = srcs ? gguf_writer_create(&w)
                            : ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", path);
-    if (!st) st = put_metadata(w, m, type);
-    if (!st) st = add_matrix(w, next++, "token_embd.weight", type, &m->embed, 1);
+    const bool tied = c->tie_embeddings;
+    if (!st) st = put_metadata(w, m, mix);
+    if (!st)
+        st = add_matrix(w, next++, "token_embd.weight",
+                        quant_mix_type(mix, QM_TOKEN_EMBD, 0, c->n_layers, m->embed.cols, tied), &m->embed, 1);
     if (!st) st = gguf_add_vector(w, "output_norm.weight", ET_F32, c->hidden, m->final_norm, NULL, NULL);
-    if (!st && !c->tie_embeddings) st = add_matrix(w, next++, "output.weight", type, &m->lm_head, 1);
-    for (int32_t i = 0; i < c->n_layers && !st; i++) st = add_layer(w, m, i, type, &next);
+    if (!st && !tied)
+        st = add_matrix(w, next++, "output.weight",
+                        quant_mix_type(mix, QM_OUTPUT, 0, c->n_layers, m->lm_head.cols, tied), &m->lm_head, 1);
+    for (int32_t i = 0; i < c->n_layers && !st; i++) st = add_layer(w, m, i, mix, &next);
     if (!st) st = gguf_write(w, path, progress, ctx);
     if (st) ember_fail_prefix(st, "writing %s", path);
     gguf_writer_free(w);

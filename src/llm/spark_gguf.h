@@ -40,6 +40,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "io/tensor.h"
+#include "llm/quant_mix.h"
 
 extern const ck_gguf_map spark_gguf_map;
 
@@ -47,13 +48,13 @@ extern const ck_gguf_map spark_gguf_map;
 ember_status spark_gguf_config_json(const gguf_file *f, char **json, size_t *len);
 const char *spark_gguf_hf_name(const char *gguf_name, char *buf, size_t cap);
 
-/* Writes model `m` as a spark2_5 GGUF file: every weight matrix converted to
- * `type` (row by row through fp32, streamed; copied as is when already
- * `type`), norms and biases as F32, the fused q_k_v_proj as one attn_qkv
+/* Writes model `m` as a spark2_5 GGUF file: each weight matrix converted to
+ * the format `mix` gives it (quant_mix.h; row by row through fp32, streamed;
+ * copied as is when already in that format), norms and biases as F32, the fused q_k_v_proj as one attn_qkv
  * tensor (rows Q, K, V), and the tokenizer metadata llama.cpp needs (see
  * spark_gguf_vocab). `progress` (may be NULL) gets bytes of tensor data done
  * and total; non-zero cancels. Nothing is left at `path` on failure. */
-ember_status spark_gguf_write(const ember_model *m, const char *path, et_dtype type,
+ember_status spark_gguf_write(const ember_model *m, const char *path, const quant_mix *mix,
                               int (*progress)(void *ctx, size_t done, size_t total), void *ctx);
 
 /* Tensors spark_gguf_write writes for `m`. */

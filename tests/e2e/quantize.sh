@@ -39,8 +39,8 @@ expect_ok quantize_tiny_q4_0 "$EMBER" quantize models/tiny "$tmp/q4.gguf" --type
 expect_ok parity_q4_0_top1 "$EMBER" parity --model "$tmp/q4.gguf" --golden "$golden" --min-top1 0.9
 
 # Errors: a clear message, a non-zero exit, and no file.
-expect_error quantize_bad_type "unknown --type 'q5_k'" \
-  "$EMBER" quantize models/tiny "$tmp/bad.gguf" --type q5_k
+expect_error quantize_bad_type "unknown --type 'q7_k'" \
+  "$EMBER" quantize models/tiny "$tmp/bad.gguf" --type q7_k
 expect_error quantize_missing_input "cannot open checkpoint directory" \
   "$EMBER" quantize "$tmp/none" "$tmp/none.gguf"
 expect_error quantize_missing_args "usage: ember quantize" "$EMBER" quantize models/tiny

@@ -1,0 +1,64 @@
+/* Quantization mixes: which format each of a Spark model's weight matrices is
+ * written in by `ember quantize --type NAME`.
+ *
+ * A plain format name ("q8_0", "q4_k", "bf16", ...) puts every matrix in that
+ * format. The llama.cpp mix names ("q4_k_m", "q5_k_m", "q3_k_m", ...) apply
+ * the rules of llama.cpp's quantizer (src/llama-quant.cpp, the spark2_5
+ * release in node-llama-cpp 3.22.1) to Spark's tensors, so that a file made
+ * here has the types a file made there has:
+ *   - the output matrix, and the token embedding when it is tied to it, in
+ *     Q6_K (Q8_0 when its rows are not a multiple of 256);
+ *   - attn_qkv (fused) one step up: Q4_K_M -> Q5_K, Q5_K_M -> Q6_K,
+ *     Q3_K_M/L -> Q4_K;
+ *   - ffn_down: Q4_K_M and Q5_K_M give Q6_K to the first and last eighth of
+ *     the layers and every third in between; Q3_K_M gives Q5_K to the first
+ *     sixteenth and Q4_K to the rest; Q3_K_L Q5_K; Q4_K_S and IQ4_NL/XS
+ *     give Q5_K to the first eighth; Q2_K gives Q3_K;
+ *   - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K;
+ *   - everything else in the mix's base type.
+ * Where a row length is not a multiple of a K type's 256, llama.cpp falls
+ * back to Q5_0/Q5_1/Q8_0 or IQ4_NL; ember has no Q5_0/Q5_1 and uses Q8_0.
+ * A plain format applies no fallback: such a matrix is an error to write. */
+#ifndef EMBER_LLM_QUANT_MIX_H
+#define EMBER_LLM_QUANT_MIX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/tensor.h"
+
+typedef enum qm_role {
+    QM_NONE, /* not a weight matrix (norms, biases) */
+    QM_TOKEN_EMBD,
+    QM_OUTPUT,
+    QM_ATTN_QKV,
+    QM_ATTN_GATE,
+    QM_ATTN_OUTPUT,
+    QM_FFN_GATE,
+    QM_FFN_UP,
+    QM_FFN_DOWN
+} qm_role;
+
+typedef struct quant_mix quant_mix;
+
+/* By name, lower case ("q4_k_m", "q8_0"); NULL if unknown. */
+const quant_mix *quant_mix_by_name(const char *name);
+/* The mix that writes every matrix as `dt`. */
+const quant_mix *quant_mix_single(et_dtype dt);
+
+const char *quant_mix_name(const quant_mix *m);
+/* llama.cpp's llama_ftype for general.file_type. */
+uint32_t quant_mix_file_type(const quant_mix *m);
+/* True when every matrix is written as quant_mix_base(m). */
+bool quant_mix_is_single(const quant_mix *m);
+et_dtype quant_mix_base(const quant_mix *m);
+
+/* The format of a matrix with `cols` columns in role `role` of layer `layer`
+ * (of n_layers; ignored for the global roles); `tied`: the token embedding
+ * is also the output matrix. */
+et_dtype quant_mix_type(const quant_mix *m, qm_role role, int layer, int n_layers, int64_t cols, bool tied);
+
+/* A comma-separated list of every name, for messages. */
+const char *quant_mix_names(void);
+
+#endif
