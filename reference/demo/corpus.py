@@ -42,15 +42,15 @@ def stories(seed, n):
     return [_stories.story(rng) for _ in range(n)]
 
 
-def _conversations(seed):
+def _conversations(seed, max_turns=None):
     rng = random.Random(f"chat-{seed}")
     while True:
-        yield _chats.conversation(rng)
+        yield _chats.conversation(rng, max_turns)
 
 
-def chats(seed, n):
+def chats(seed, n, max_turns=None):
     out = []
-    for conv, _ in _conversations(seed):
+    for conv, _ in _conversations(seed, max_turns):
         if len(out) == n:
             break
         out.append(conv)
@@ -91,6 +91,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--prose-docs", type=int, default=10000)
     ap.add_argument("--chats", type=int, default=40000)
+    ap.add_argument("--max-turns", type=int, default=None,
+                    help="requests per conversation drawn from 1..N (default: the generator's mix, mostly 1)")
     ap.add_argument("--rendered", action="store_true",
                     help="also write DIR/chats.rendered.jsonl: each conversation rendered by chatfmt.render, as a JSON string")
     args = ap.parse_args()
@@ -103,7 +105,7 @@ def main():
     n_chat = 0
     rendered = open(os.path.join(args.out, "chats.rendered.jsonl"), "w", encoding="utf-8") if args.rendered else None
     with open(os.path.join(args.out, "chats.jsonl"), "w", encoding="utf-8") as f:
-        for c in chats(args.seed, args.chats):
+        for c in chats(args.seed, args.chats, args.max_turns):
             f.write(json.dumps(c, ensure_ascii=False) + "\n")
             if rendered:
                 rendered.write(json.dumps(chatfmt.render(c["messages"], c["tools"]), ensure_ascii=False) + "\n")
