@@ -55,10 +55,11 @@ for t in $types; do
   files+=("$f")
 done
 
-# One run each: prints "prefill_tok_s decode_tok_s".
+# One run each: prints "prefill_tok_s decode_tok_s" (ember: and its decode's
+# fraction of the read bandwidth measured in the same run).
 run_ember() {
   build/ember bench llm -m "$1" --ctx 0 --prompt "$prompt" --gen "$gen" --threads "$threads" --reps 1 --json |
-    /usr/bin/python3 -c 'import json,sys; r=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(r["prefill_tok_s"], r["decode_tok_s"])'
+    /usr/bin/python3 -c 'import json,sys; r=json.loads(sys.stdin.read().strip().splitlines()[-1])["results"][0]; print(r["prefill_tok_s"], r["decode_tok_s"], r["roofline_fraction"])'
 }
 run_llama() {
   "$bld/bin/llama-bench" -m "$1" -p "$prompt" -n "$gen" -t "$threads" -r 1 -o json 2>/dev/null |
@@ -71,19 +72,20 @@ print(pp[0], tg[0])'
 }
 
 for f in "${files[@]}"; do
-  e_pp=(); e_tg=(); l_pp=(); l_tg=()
+  e_pp=(); e_tg=(); e_rf=(); l_pp=(); l_tg=()
   for ((r = 0; r < reps; r++)); do
-    read -r a b < <(run_ember "$f"); e_pp+=("$a"); e_tg+=("$b")
+    read -r a b c < <(run_ember "$f"); e_pp+=("$a"); e_tg+=("$b"); e_rf+=("$c")
     read -r a b < <(run_llama "$f"); l_pp+=("$a"); l_tg+=("$b")
   done
-  /usr/bin/python3 - "$f" "$threads" "$prompt" "$gen" "${e_pp[*]}" "${e_tg[*]}" "${l_pp[*]}" "${l_tg[*]}" <<'PY'
+  /usr/bin/python3 - "$f" "$threads" "$prompt" "$gen" "${e_pp[*]}" "${e_tg[*]}" "${l_pp[*]}" "${l_tg[*]}" "${e_rf[*]}" <<'PY'
 import json, os, statistics, sys
 f, threads, prompt, gen = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 med = lambda s: statistics.median(float(v) for v in s.split())
-e_pp, e_tg, l_pp, l_tg = (med(s) for s in sys.argv[5:9])
+e_pp, e_tg, l_pp, l_tg, e_rf = (med(s) for s in sys.argv[5:10])
 name = os.path.basename(f)
 print(json.dumps({"file": name, "bytes": os.path.getsize(f), "threads": threads, "prompt": prompt, "gen": gen,
-                  "ember": {"prefill_tok_s": round(e_pp, 1), "decode_tok_s": round(e_tg, 2)},
+                  "ember": {"prefill_tok_s": round(e_pp, 1), "decode_tok_s": round(e_tg, 2),
+                            "decode_roofline_fraction": round(e_rf, 3)},
                   "llama.cpp": {"prefill_tok_s": round(l_pp, 1), "decode_tok_s": round(l_tg, 2)},
                   "ratio_prefill": round(e_pp / l_pp, 3), "ratio_decode": round(e_tg / l_tg, 3)}))
 PY
