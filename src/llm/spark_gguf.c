@@ -425,6 +425,8 @@ static ember_status put_metadata(gguf_writer *w, const ember_model *m, const qua
         return st;
     bool synthesized = false;
     if ((st = spark_gguf_vocab(w, m, &synthesized))) return st;
+    /* a template over invented token texts would only mislead */
+    if ((st = spark_gguf_text(w, m, !synthesized))) return st;
     if (synthesized)
         return gguf_set_str(w, "general.description",
                             "written by ember: the source had no tokenizer.json, so the vocab is "
