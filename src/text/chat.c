@@ -99,18 +99,14 @@ static ember_status read_optional(const char *dir, const char *name, char **text
     return io_read_text_file(path, (size_t)64 << 20, text, len);
 }
 
-static ember_status take_string(char **slot, char *label, size_t label_cap, const char *src,
-                                const char *where)
-{
-    snprintf(label, label_cap, "%s", where);
-    *slot = strdup(src);
-    return *slot ? EMBER_OK : ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
-}
-
 /* "chat_template": a string, or [{name, template}, ...]. */
 static ember_status source_from_value(et_chat_source *s, const cJSON *ct, const char *path)
 {
-    if (cJSON_IsString(ct)) return take_string(&s->main, s->main_label, sizeof s->main_label, ct->valuestring, path);
+    if (cJSON_IsString(ct)) {
+        snprintf(s->main_label, sizeof s->main_label, "%s", path);
+        s->main = strdup(ct->valuestring);
+        return s->main ? EMBER_OK : ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
+    }
     if (!cJSON_IsArray(ct))
         return ember_fail(EMBER_ERR_FORMAT, "%s: chat_template must be a string or a list of {name, template}", path);
     const cJSON *item;
@@ -123,12 +119,10 @@ static ember_status source_from_value(et_chat_source *s, const cJSON *ct, const 
         bool is_main = !strcmp(name->valuestring, "default");
         if (!is_main && strcmp(name->valuestring, "tool_use")) continue;
         char **slot = is_main ? &s->main : &s->tool_use;
+        char *label = is_main ? s->main_label : s->tool_use_label;
         if (*slot) continue;
-        char label[sizeof s->main_label];
-        snprintf(label, sizeof label, "%.500s: chat_template '%s'", path, name->valuestring);
-        ember_status st = is_main ? take_string(slot, s->main_label, sizeof s->main_label, src->valuestring, label)
-                                  : take_string(slot, s->tool_use_label, sizeof s->tool_use_label, src->valuestring, label);
-        if (st) return st;
+        snprintf(label, sizeof s->main_label, "%.500s: chat_template '%s'", path, name->valuestring);
+        if (!(*slot = strdup(src->valuestring))) return ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
     }
     if (!s->main)
         return ember_fail(EMBER_ERR_FORMAT, "%s: chat_template has several templates but none named 'default'", path);
