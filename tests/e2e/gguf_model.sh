@@ -66,7 +66,7 @@ same_ids() {
   "$EMBER" tokenize -m "$dir" --jsonl <"$tmp/texts.jsonl" >"$tmp/want.jsonl" 2>"$tmp/err.a"
   "$EMBER" tokenize -m "$file" --jsonl <"$tmp/texts.jsonl" >"$tmp/$name.jsonl" 2>"$tmp/err.b"
   if [ "$(wc -l <"$tmp/$name.jsonl")" -eq "$n_texts" ] && [ "$(grep -c '\[[0-9]' "$tmp/$name.jsonl")" -ge $((n_texts - 1)) ] &&
-     cmp -s "$tmp/want.jsonl" "$tmp/$name.jsonl"; then pass "$name"
+     cmp -s "$tmp/want.jsonl" "$tmp/$name.jsonl" && [ ! -s "$tmp/err.b" ]; then pass "$name"
   else fail "$name" "$(diff <(tr , '\n' <"$tmp/want.jsonl") <(tr , '\n' <"$tmp/$name.jsonl") | head -5)" \
             "$(cat "$tmp/err.a" "$tmp/err.b" | head -3)"; fi
 }
