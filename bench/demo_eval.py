@@ -274,7 +274,14 @@ def score(item, text):
         want = item["expected"]["call"]
         ok = (malformed == 0 and len(calls) == len(want) and
               all(n == w["name"] and json_equal(a, w["arguments"]) for (n, a), w in zip(calls, want)))
-        return ok, {"calls": len(calls), "malformed": malformed}
+        # partial credit, to see a model on its way: the right functions, and
+        # each expected argument (by position of its call) with the right value
+        fn_ok = malformed == 0 and [n for n, _ in calls] == [w["name"] for w in want]
+        args_total = sum(len(w["arguments"]) for w in want)
+        args_right = sum(1 for (n, a), w in zip(calls, want) if isinstance(a, dict)
+                         for k, v in w["arguments"].items() if k in a and json_equal(a[k], v))
+        return ok, {"calls": len(calls), "malformed": malformed, "fn_ok": fn_ok,
+                    "args_right": args_right, "args_total": args_total}
     expected = item["expected"]["direct"]
     if calls or malformed or "<tool_call>" in content:
         return False, {"calls": len(calls), "malformed": malformed}
@@ -290,12 +297,16 @@ def score(item, text):
 def accuracy(items, texts):
     """Per-kind and overall accuracies of replies texts[i] to items[i]."""
     per = {}
+    fn_ok = args_right = args_total = 0
     for item, text in zip(items, texts):
         ok, det = score(item, text)
         p = per.setdefault(item["kind"], {"n": 0, "correct": 0, "exact": 0})
         p["n"] += 1
         p["correct"] += ok
         p["exact"] += det.get("exact", ok)
+        fn_ok += det.get("fn_ok", 0)
+        args_right += det.get("args_right", 0)
+        args_total += det.get("args_total", 0)
 
     def frac(kinds):
         n = sum(per[k]["n"] for k in kinds if k in per)
@@ -303,7 +314,10 @@ def accuracy(items, texts):
 
     for p in per.values():
         p["accuracy"] = round(p["correct"] / p["n"], 4)
+    n_calls = sum(per[k]["n"] for k in CALL_KINDS if k in per)
     return {"tool_call_accuracy": frac(CALL_KINDS), "direct_accuracy": frac(DIRECT_KINDS),
+            "function_accuracy": round(fn_ok / n_calls, 4) if n_calls else None,
+            "argument_accuracy": round(args_right / args_total, 4) if args_total else None,
             "n_tool_call": sum(per[k]["n"] for k in CALL_KINDS if k in per),
             "n_direct": sum(per[k]["n"] for k in DIRECT_KINDS if k in per),
             "per_kind": {k: per[k] for k in CALL_KINDS + DIRECT_KINDS if k in per}}
@@ -487,19 +501,22 @@ def markdown(res):
     def num(x, f="{:.3f}"):
         return "-" if x is None else f.format(x)
 
-    rows = ["| run | weights | KV | tool-call acc | direct acc | identical to bf16 | greedy agree | "
-            "top-1 chat (TF) | top-1 prose (TF) | perplexity |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| run | weights | KV | tool-call acc | (function / arguments) | direct acc | identical to bf16 | "
+            "greedy agree | top-1 chat (TF) | top-1 prose (TF) | perplexity |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def parts(r):
+        return f"{pct(r.get('function_accuracy'))} / {pct(r.get('argument_accuracy'))}"
     ref = res.get("reference")
     if ref:
         rows.append(f"| reference fp32 (first {ref['n']}) | as stored, upcast | f32 | "
-                    f"{pct(ref['tool_call_accuracy'])} | {pct(ref['direct_accuracy'])} | "
+                    f"{pct(ref['tool_call_accuracy'])} | {parts(ref)} | {pct(ref['direct_accuracy'])} | "
                     f"{pct(ref['identical_to_ember'])} (to ember) | - | - | - | {num(ref['perplexity'])} |")
         e = ref["ember_same_conversations"]
-        rows.append(f"| ember (same {ref['n']}) | bf16 | f32 | {pct(e['tool_call_accuracy'])} | "
+        rows.append(f"| ember (same {ref['n']}) | bf16 | f32 | {pct(e['tool_call_accuracy'])} | {parts(e)} | "
                     f"{pct(e['direct_accuracy'])} | - | - | - | - | - |")
     for r in res["ember"]:
-        rows.append(f"| ember | {r['weights']} | {r['kv']} | {pct(r['tool_call_accuracy'])} | "
+        rows.append(f"| ember | {r['weights']} | {r['kv']} | {pct(r['tool_call_accuracy'])} | {parts(r)} | "
                     f"{pct(r['direct_accuracy'])} | {pct(r['identical_to_baseline'])} | "
                     f"{pct(r['greedy_agreement'])} | {pct(r['top1_agreement_chat'])} | "
                     f"{pct(r['top1_agreement_prose'])} | {num(r['perplexity'])} |")

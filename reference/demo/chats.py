@@ -532,7 +532,10 @@ def _turn(rng, names, msgs, kinds, think):
                                think, "None of my tools fits this request, so I'll say so."))
 
 
-def conversation(rng):
+def conversation(rng, max_turns=None):
+    """max_turns: None for the default mix (mostly one request), else 1..max_turns
+    requests drawn uniformly (more assistant turns per rendered tool list: the
+    second training stage uses it to spend less compute on system prompts)."""
     if rng.random() < 0.05:
         names = []
     else:
@@ -543,7 +546,7 @@ def conversation(rng):
     if system:
         msgs.append({"role": "system", "content": system})
     think = rng.random() < 0.25
-    turns = rng.choice([1, 1, 1, 1, 1, 1, 2, 2, 2, 3])
+    turns = rng.choice([1, 1, 1, 1, 1, 1, 2, 2, 2, 3]) if max_turns is None else rng.randint(1, max_turns)
     for _ in range(turns):
         _turn(rng, names, msgs, kinds, think)
     return {"tools": tools, "messages": msgs}, kinds

@@ -31,6 +31,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chatfmt  # noqa: E402
 import chats as _chats  # noqa: E402
+import drills as _drills  # noqa: E402
 import stories as _stories  # noqa: E402
 
 TRAIN_SEED = 1
@@ -42,15 +43,20 @@ def stories(seed, n):
     return [_stories.story(rng) for _ in range(n)]
 
 
-def _conversations(seed):
+def drills(seed, n):
+    rng = random.Random(f"drill-{seed}")
+    return [_drills.drill(rng) for _ in range(n)]
+
+
+def _conversations(seed, max_turns=None):
     rng = random.Random(f"chat-{seed}")
     while True:
-        yield _chats.conversation(rng)
+        yield _chats.conversation(rng, max_turns)
 
 
-def chats(seed, n):
+def chats(seed, n, max_turns=None):
     out = []
-    for conv, _ in _conversations(seed):
+    for conv, _ in _conversations(seed, max_turns):
         if len(out) == n:
             break
         out.append(conv)
@@ -91,26 +97,32 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--prose-docs", type=int, default=10000)
     ap.add_argument("--chats", type=int, default=40000)
+    ap.add_argument("--max-turns", type=int, default=None,
+                    help="requests per conversation drawn from 1..N (default: the generator's mix, mostly 1)")
+    ap.add_argument("--drills", type=int, default=0,
+                    help="also N copy/look-up drills (drills.py), shuffled into prose.jsonl")
     ap.add_argument("--rendered", action="store_true",
                     help="also write DIR/chats.rendered.jsonl: each conversation rendered by chatfmt.render, as a JSON string")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     n_prose = 0
     with open(os.path.join(args.out, "prose.jsonl"), "w", encoding="utf-8") as f:
-        for s in stories(args.seed, args.prose_docs):
+        docs = stories(args.seed, args.prose_docs) + drills(args.seed, args.drills)
+        random.Random(f"mix-{args.seed}").shuffle(docs)
+        for s in docs:
             f.write(json.dumps(s, ensure_ascii=False) + "\n")
             n_prose += len(s)
     n_chat = 0
     rendered = open(os.path.join(args.out, "chats.rendered.jsonl"), "w", encoding="utf-8") if args.rendered else None
     with open(os.path.join(args.out, "chats.jsonl"), "w", encoding="utf-8") as f:
-        for c in chats(args.seed, args.chats):
+        for c in chats(args.seed, args.chats, args.max_turns):
             f.write(json.dumps(c, ensure_ascii=False) + "\n")
             if rendered:
                 rendered.write(json.dumps(chatfmt.render(c["messages"], c["tools"]), ensure_ascii=False) + "\n")
             n_chat += 1
     if rendered:
         rendered.close()
-    print(f"wrote {args.out}/prose.jsonl ({args.prose_docs} stories, {n_prose} chars) and "
+    print(f"wrote {args.out}/prose.jsonl ({args.prose_docs} stories, {args.drills} drills, {n_prose} chars) and "
           f"{args.out}/chats.jsonl ({n_chat} conversations), seed {args.seed}")
 
 

@@ -316,6 +316,24 @@ class SparkLM(nn.Module):
         return F.cross_entropy(logits, tgt.reshape(-1)[sel])
 
 
+def init_from(model, model_dir):
+    """Start from a trained checkpoint (a second stage on new data): its
+    config must match the one built from the flags, its tensors every
+    parameter.  bf16 -> fp32 is exact."""
+    import spark_ref as sr
+    with open(os.path.join(model_dir, "config.json")) as f:
+        theirs = json.load(f)
+    for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+              "head_dim", "intermediate_size", "sliding_window", "layer_types"):
+        if theirs.get(k) != model.cfg[k]:
+            raise SystemExit(f"--init {model_dir}: {k} is {theirs.get(k)}, the flags give {model.cfg[k]}")
+    sd = sr.load_checkpoint_tensors(model_dir)
+    if model.cfg["tie_word_embeddings"]:
+        sd.pop("lm_head.weight", None)
+    model.load_state_dict(sd, strict=True)
+    log({"init": model_dir, "tensors": len(sd)})
+
+
 def count_params(model):
     return sum(p.numel() for p in model.parameters())
 
@@ -856,6 +874,8 @@ def train(a):
     cfg = demo_config(a, vocab, special)
     model = SparkLM(cfg)
     model.init_weights(a.seed)
+    if a.init:
+        init_from(model, a.init)
     nparams = count_params(model)
     log({"params": nparams, "non_embedding": nparams - cfg["vocab_size"] * cfg["hidden_size"],
          "config": {k: cfg[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -999,6 +1019,8 @@ def main():
     ap.add_argument("--cache", default=None, help="token cache (default: DATA/tokens)")
     ap.add_argument("--state", default=os.path.join(ROOT, "build", "demo-train-state.pt"))
     ap.add_argument("--resume", action="store_true", help="continue from --state")
+    ap.add_argument("--init", default=None, metavar="DIR",
+                    help="start from the weights of a trained model directory (a second stage; fresh optimizer)")
     # model
     ap.add_argument("--vocab", type=int, default=None, help="default: from the tokenizer (6144 for --bench)")
     ap.add_argument("--hidden", type=int, default=256)

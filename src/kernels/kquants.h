@@ -124,6 +124,11 @@ float ek_dot_iq4_nl_scalar(const void *w, const ek_block_q8_0 *x, int64_t n);
 void ek_gemm_kquant_scalar(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
 
+/* The AVX-512 VNNI twin (kquants_avx512.c): only for CPUs the avx512 set
+ * runs on. */
+void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
+                           const void *x, size_t x_stride, int n_tokens);
+
 /* Designated initializers for a kernel set's gemm table: one kernel for
  * every K-quant and IQ4 format. */
 #define EK_GEMM_KQUANTS(fn) \

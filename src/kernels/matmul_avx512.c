@@ -741,7 +741,7 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
 static const ek_kernel_set avx512_set = {
     "avx512",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
-     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_scalar)},
+     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_avx512)},
     quantize_q8_0,
     dot_f32_avx512,
     axpy_f32_avx512,

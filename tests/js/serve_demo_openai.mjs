@@ -5,9 +5,10 @@
 //   node serve_demo_openai.mjs NODE_MODULES BASE_URL MODEL CASE.json
 // CASE.json (tests/e2e/serve_demo.sh): {"tools", "messages", "result",
 //   "call": {"name", "arguments"} or null, "final": {"content", "calls"} or null,
-//   "truth": {"name", "arguments"}}: call and final are what `ember generate
-//   --greedy` emits for the same rendered prompts, parsed; truth is the
-//   corpus generator's expected call (reported, not required).
+//   "truth": {"name", "arguments"}, "truth_required": bool, "looked": N}: call
+//   and final are what `ember generate --greedy` emits for the same rendered
+//   prompts, parsed; truth is the corpus generator's expected call, required
+//   when the case was chosen as one the model gets right.
 // Prints PASS/FAIL lines; exits 1 when any check failed.
 import { readFileSync } from 'node:fs';
 
@@ -48,8 +49,13 @@ try {
         calls.length === 1 && calls[0].function.name === c.call.name && same(args, c.call.arguments),
         { want: c.call, got: choice.message, finish: choice.finish_reason });
   const right = calls.length === 1 && calls[0].function.name === c.truth.name && same(args, c.truth.arguments);
+  if (c.truth_required) {
+    check('demo_openai_expected_call', right, { want: c.truth, got: calls.length ? calls[0].function : null });
+  }
   console.log(`     the model called ${calls.length ? calls[0].function.name + calls[0].function.arguments : 'nothing'}; ` +
-              `the request asked for ${c.truth.name}${JSON.stringify(c.truth.arguments)}: ${right ? 'right' : 'wrong'}`);
+              `the request (held-out single-call request ${c.looked}) asked for ` +
+              `${c.truth.name}${JSON.stringify(c.truth.arguments)}: ${right ? 'right' : 'wrong'}` +
+              (c.truth_required ? '' : ' (none of the first 40 right: reported only)'));
   if (calls.length && c.final) {
     const followUp = [...c.messages, choice.message,
       { role: 'tool', tool_call_id: calls[0].id, content: c.result }];

@@ -175,7 +175,8 @@ static void block_formats_round_trip(void)
         }
     }
     CHECK(ek_format_by_name("q4_0")->ggml_type == 2 && ek_format_by_name("q8_0")->ggml_type == 8);
-    CHECK(ek_format_by_ggml_type(30)->dtype == ET_BF16 && ek_format_by_ggml_type(12) == NULL);
+    CHECK(ek_format_by_ggml_type(30)->dtype == ET_BF16 && ek_format_by_ggml_type(12)->dtype == ET_Q4_K &&
+          ek_format_by_ggml_type(15) == NULL); /* q8_K: an activation format, not a weight one */
     CHECK(ek_row_bytes(ET_Q8_0, 64) == 68 && ek_row_bytes(ET_Q4_0, 64) == 36);
 }
 

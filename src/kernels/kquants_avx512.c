@@ -1,0 +1,322 @@
+/* The AVX-512 (VNNI) gemm for the K-quants and IQ4_XS against Q8_0
+ * activations; the semantics of ek_gemm_kquant_scalar (kquants.c), with the
+ * fp32 additions in another order (the integer dots are exact).
+ *
+ * One engine serves every type. Per super-block of 256 weights a type's
+ * unpacker (below) makes
+ *   W[c]     four 512-bit vectors of unsigned bytes, weights 64c..64c+63,
+ *            each the value plus a fixed offset (Q6_K +32, Q3_K +4, IQ4 +128,
+ *            none for the types with a minimum) so that vpdpbusd's unsigned
+ *            x signed product applies;
+ *   scale16  d * scale of each group of 16 weights, as fp32 lanes;
+ *   corr16   what each group subtracts: d * scale * offset + dmin * min.
+ * vpdpbusd of W[c] with 64 activation bytes gives 16 int32 lanes, lane i
+ * summing weights 64c + 4i .. 64c + 4i + 3: lanes 4g..4g+3 form group
+ * 4c + g. Each lane is converted and multiplied by its group's scale times
+ * its activation block's scale; the corrections meet the per-16 sums of the
+ * activations (times their block scale), prepared once per call for every
+ * token. The weights of a super-block are unpacked once and used for up to
+ * KT tokens.
+ *
+ * Built with target attributes like matmul_avx512.c; the set hands it out
+ * only on CPUs with AVX-512 F/BW/VL/VNNI. */
+#include "kernels/kquants.h"
+#include "kernels/matmul.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/convert.h"
+
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define INLINE static inline __attribute__((always_inline)) TARGET
+
+enum { KT = 6 }; /* tokens per pass over a row: 2 accumulators each */
+
+typedef struct kq_unpacked {
+    __m512i w[4];
+    __m512 scale16, corr16;
+} kq_unpacked;
+
+/* ---- activations: int8 bytes in a row, scales and sums per 16 ---------- */
+
+typedef struct kq_acts {
+    int8_t *q;    /* [t][n] */
+    float *d16;   /* [t][n / 16]: the Q8_0 block scale of each group of 16 */
+    float *ds16;  /* [t][n / 16]: that scale times the group's sum */
+    int64_t n;
+} kq_acts;
+
+static int kq_acts_make(kq_acts *a, const char *x, size_t xs, int nt, int64_t n)
+{
+    size_t groups = (size_t)(n / 16);
+    a->n = n;
+    a->q = aligned_alloc(64, ((size_t)nt * (size_t)n + 63) / 64 * 64);
+    a->d16 = malloc((size_t)nt * groups * sizeof(float));
+    a->ds16 = malloc((size_t)nt * groups * sizeof(float));
+    if (!a->q || !a->d16 || !a->ds16) return -1;
+    for (int t = 0; t < nt; t++) {
+        const ek_block_q8_0 *xb = (const ek_block_q8_0 *)(x + (size_t)t * xs);
+        for (int64_t b = 0; b < n / EK_QBLOCK; b++) {
+            float d = ek_f16_to_f32(xb[b].d);
+            memcpy(a->q + (size_t)t * (size_t)n + (size_t)b * EK_QBLOCK, xb[b].q, EK_QBLOCK);
+            for (int h = 0; h < 2; h++) {
+                int32_t s = 0;
+                for (int j = 0; j < 16; j++) s += xb[b].q[16 * h + j];
+                size_t g = (size_t)t * groups + (size_t)(2 * b + h);
+                a->d16[g] = d;
+                a->ds16[g] = d * (float)s;
+            }
+        }
+    }
+    return 0;
+}
+
+static void kq_acts_free(kq_acts *a)
+{
+    free(a->q);
+    free(a->d16);
+    free(a->ds16);
+}
+
+/* ---- unpackers ------------------------------------------------------------- */
+
+INLINE __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+
+INLINE __m512 bytes_to_ps(__m128i v, int is_signed)
+{
+    return _mm512_cvtepi32_ps(is_signed ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v));
+}
+
+/* 8 bytes (one per sub-block of 32) to 16 lanes (one per group of 16). */
+INLINE __m128i dup_bytes(__m128i v)
+{
+    return _mm_shuffle_epi8(v, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7));
+}
+
+static inline uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Q4_K/Q5_K's 12 scale bytes -> (sc0..7, m0..7) as 16 bytes. */
+INLINE __m128i k4_scales(const uint8_t *s)
+{
+    uint32_t w0 = rd32(s), w1 = rd32(s + 4), w2 = rd32(s + 8);
+    uint32_t sc_lo = w0 & 0x3f3f3f3fu, m_lo = w1 & 0x3f3f3f3fu;
+    uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
+    uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
+    return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+}
+
+INLINE void unpack_q45(const uint8_t *scales, uint16_t d16, uint16_t dmin16, const uint8_t *qs, const uint8_t *qh,
+                       kq_unpacked *u)
+{
+    __m128i sm = k4_scales(scales);
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(d16)), bytes_to_ps(dup_bytes(sm), 0));
+    u->corr16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(dmin16)),
+                              bytes_to_ps(dup_bytes(_mm_srli_si128(sm, 8)), 0));
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    __m256i h = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+        __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if (qh) { /* the fifth bit of sub-block j is bit j of qh[l] */
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * c), one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * c + 1), one), 4));
+        }
+        u->w[c] = join(lo, hi);
+    }
+}
+
+INLINE void unpack_q6_k(const ek_block_q6_k *b, kq_unpacked *u)
+{
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)),
+                               bytes_to_ps(_mm_loadu_si128((const __m128i *)b->scales), 1));
+    u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(32.0f));
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
+        __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+#define HI2(s) _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, s), m2), 4)
+        __m256i e0 = _mm256_or_si256(_mm256_and_si256(l0, m4), HI2(0));
+        __m256i e1 = _mm256_or_si256(_mm256_and_si256(l1, m4), HI2(2));
+        __m256i e2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), HI2(4));
+        __m256i e3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), HI2(6));
+#undef HI2
+        u->w[2 * h] = join(e0, e1);
+        u->w[2 * h + 1] = join(e2, e3);
+    }
+}
+
+/* Q2_K and Q3_K: weight 128h + 32s + l is bits 2s of qs[32h + l]; Q3_K adds
+ * four when bit 4h + s of hmask[l] is set (value + 4, in 0..7). */
+INLINE void unpack_q23_lows(const uint8_t *qs, const uint8_t *hmask, kq_unpacked *u)
+{
+    const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+        __m256i e[4];
+        for (int s = 0; s < 4; s++) {
+            e[s] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m2);
+            if (hmask)
+                e[s] = _mm256_or_si256(e[s], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + s), one), 2));
+        }
+        u->w[2 * h] = join(e[0], e[1]);
+        u->w[2 * h + 1] = join(e[2], e[3]);
+    }
+}
+
+INLINE void unpack_q3_k(const ek_block_q3_k *b, kq_unpacked *u)
+{
+    uint32_t a0 = rd32(b->scales), a1 = rd32(b->scales + 4), t = rd32(b->scales + 8);
+    uint32_t s0 = (a0 & 0x0f0f0f0fu) | ((t & 0x03030303u) << 4);
+    uint32_t s1 = (a1 & 0x0f0f0f0fu) | (((t >> 2) & 0x03030303u) << 4);
+    uint32_t s2 = ((a0 >> 4) & 0x0f0f0f0fu) | (((t >> 4) & 0x03030303u) << 4);
+    uint32_t s3 = ((a1 >> 4) & 0x0f0f0f0fu) | (((t >> 6) & 0x03030303u) << 4);
+    __m128i sc = _mm_sub_epi8(_mm_setr_epi32((int)s0, (int)s1, (int)s2, (int)s3), _mm_set1_epi8(32));
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)), bytes_to_ps(sc, 1));
+    u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(4.0f));
+    unpack_q23_lows(b->qs, b->hmask, u);
+}
+
+INLINE void unpack_q2_k(const ek_block_q2_k *b, kq_unpacked *u)
+{
+    __m128i s = _mm_loadu_si128((const __m128i *)b->scales), m4 = _mm_set1_epi8(15);
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)), bytes_to_ps(_mm_and_si128(s, m4), 0));
+    u->corr16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->dmin)),
+                              bytes_to_ps(_mm_and_si128(_mm_srli_epi16(s, 4), m4), 0));
+    unpack_q23_lows(b->qs, NULL, u);
+}
+
+INLINE void unpack_iq4_xs(const ek_block_iq4_xs *b, kq_unpacked *u)
+{
+    uint8_t ls[8];
+    for (int j = 0; j < 8; j++)
+        ls[j] = (uint8_t)((((b->scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((b->scales_h >> (2 * j)) & 3) << 4)) - 32);
+    __m128i sc = _mm_loadl_epi64((const __m128i *)ls);
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)), bytes_to_ps(dup_bytes(sc), 1));
+    u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(128.0f));
+    /* the levels plus 128 as unsigned bytes, looked up by nibble */
+    __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141,
+                                                       (char)153, (char)166, (char)181, (char)197, (char)217,
+                                                       (char)241));
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (int c = 0; c < 4; c++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+        __m512i v = join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+        /* [lo 0-15, lo 16-31, hi 0-15, hi 16-31] -> [lo 0-15, hi 0-15, lo 16-31, hi 16-31] */
+        v = _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
+        u->w[c] = _mm512_shuffle_epi8(lut, v);
+    }
+}
+
+INLINE void unpack(et_dtype dt, const char *row, int64_t b, kq_unpacked *u)
+{
+    switch (dt) {
+    case ET_Q4_K: {
+        const ek_block_q4_k *k = (const ek_block_q4_k *)row + b;
+        unpack_q45(k->scales, k->d, k->dmin, k->qs, NULL, u);
+        break;
+    }
+    case ET_Q5_K: {
+        const ek_block_q5_k *k = (const ek_block_q5_k *)row + b;
+        unpack_q45(k->scales, k->d, k->dmin, k->qs, k->qh, u);
+        break;
+    }
+    case ET_Q6_K: unpack_q6_k((const ek_block_q6_k *)row + b, u); break;
+    case ET_Q3_K: unpack_q3_k((const ek_block_q3_k *)row + b, u); break;
+    case ET_Q2_K: unpack_q2_k((const ek_block_q2_k *)row + b, u); break;
+    default: unpack_iq4_xs((const ek_block_iq4_xs *)row + b, u); break;
+    }
+}
+
+/* ---- the engine -------------------------------------------------------------- */
+
+/* Lane i of the 16 per-group values, for the 16 lanes of W[c]: group 4c + i/4. */
+INLINE __m512i group_index(int c)
+{
+    return _mm512_add_epi32(_mm512_set1_epi32(4 * c),
+                            _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
+}
+
+INLINE void row_tokens(float *y, int64_t ys, et_dtype dt, const char *row, int64_t r, const kq_acts *a, int t0,
+                       const int T)
+{
+    __m512 acc[KT], cor[KT];
+    for (int t = 0; t < T; t++) acc[t] = cor[t] = _mm512_setzero_ps();
+    const int64_t nb = a->n / EK_QK_K, groups = a->n / 16;
+    for (int64_t b = 0; b < nb; b++) {
+        kq_unpacked u;
+        unpack(dt, row, b, &u);
+        for (int t = 0; t < T; t++) {
+            const float *d16 = a->d16 + (size_t)(t0 + t) * (size_t)groups + 16 * b;
+            const float *ds16 = a->ds16 + (size_t)(t0 + t) * (size_t)groups + 16 * b;
+            const int8_t *xq = a->q + (size_t)(t0 + t) * (size_t)a->n + (size_t)b * EK_QK_K;
+            __m512 s = _mm512_mul_ps(u.scale16, _mm512_loadu_ps(d16));
+            cor[t] = _mm512_fmadd_ps(u.corr16, _mm512_loadu_ps(ds16), cor[t]);
+            for (int c = 0; c < 4; c++) {
+                __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.w[c],
+                                                  _mm512_loadu_si512((const void *)(xq + 64 * c)));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(group_index(c), s), acc[t]);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(acc[t]) - _mm512_reduce_add_ps(cor[t]);
+}
+
+/* Constant token counts so that the accumulators stay in registers. */
+#define ROW_T(T)                                                                                           \
+    static TARGET void row_##T(float *y, int64_t ys, et_dtype dt, const char *row, int64_t r, const kq_acts *a, \
+                               int t0)                                                                     \
+    {                                                                                                      \
+        row_tokens(y, ys, dt, row, r, a, t0, T);                                                           \
+    }
+ROW_T(1)
+ROW_T(2)
+ROW_T(3)
+ROW_T(4)
+ROW_T(5)
+ROW_T(6)
+typedef void (*row_fn)(float *, int64_t, et_dtype, const char *, int64_t, const kq_acts *, int);
+static const row_fn rows_for[KT + 1] = {NULL, row_1, row_2, row_3, row_4, row_5, row_6};
+
+TARGET void ek_gemm_kquant_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
+                                  size_t xs, int nt)
+{
+    if (w->dtype == ET_IQ4_NL) { /* 32-value blocks: the scalar kernel */
+        ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+        return;
+    }
+    kq_acts a;
+    if (kq_acts_make(&a, x, xs, nt, w->cols)) { /* out of memory: the scalar path needs none */
+        kq_acts_free(&a);
+        ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+        return;
+    }
+    size_t rb = ek_row_bytes(w->dtype, w->cols);
+    for (int64_t r = r0; r < r1; r++) {
+        const char *row = (const char *)w->data + (size_t)r * rb;
+        if (r + 1 < r1)
+            for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + rb + o, _MM_HINT_T0);
+        for (int t0 = 0; t0 < nt; t0 += KT) {
+            int T = nt - t0 < KT ? nt - t0 : KT;
+            rows_for[T](y, ys, w->dtype, row, r, &a, t0);
+        }
+    }
+    kq_acts_free(&a);
+}
+
+#else
+void ek_gemm_kquant_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
+                           size_t xs, int nt)
+{
+    ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+}
+#endif
