@@ -149,7 +149,7 @@ else fail gguf_generate_stops_at_end_of_turn "dir: $(tail -1 "$tmp/a.err")" "ggu
 # ---- chat and serve from the GGUF alone ----------------------------------------
 chat() { printf 'What is the weather in Lisbon?\n' | "$EMBER" chat --profile off -m "$1" --tools "$tmp/tools.json" -n 64 --greedy 2>"$2"; }
 a=$(chat $D "$tmp/chat.a"); b=$(chat "$only/demo-bf16.gguf" "$tmp/chat.b")
-if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "; stop\]" "$tmp/chat.b"; then pass gguf_chat
+if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "prompt tokens run" "$tmp/chat.b"; then pass gguf_chat
 else fail gguf_chat "dir: $a" "gguf: $b" "$(tail -2 "$tmp/chat.b")"; fi
 
 reply() {  # reply MODEL: the message of one chat completion, ids left out
