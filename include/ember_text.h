@@ -41,11 +41,15 @@ void ember_free(void *p);
 
 /* ---- tokenizer ------------------------------------------------------- */
 
-/* A Hugging Face tokenizer (tokenizer.json; or vocab.json + merges.txt). */
+/* A Hugging Face tokenizer (tokenizer.json; or vocab.json + merges.txt; or
+ * the byte-level BPE a GGUF file carries in its tokenizer.ggml.* keys). */
 typedef struct ember_tokenizer ember_tokenizer;
 
-/* path: a tokenizer.json file or a model directory holding one.
- * Errors: IO (missing file), FORMAT (bad JSON, unknown model type). */
+/* path: a tokenizer.json file, a model directory holding one, or a GGUF
+ * model file (read back as the tokenizer.json it was made from).
+ * Errors: IO (missing file), FORMAT (bad JSON, missing or inconsistent
+ * tokenizer.ggml.* keys), UNSUPPORTED (a model type or a GGUF
+ * tokenizer.ggml.model / .pre ember does not know, named). */
 ember_status ember_tokenizer_load(const char *path, ember_tokenizer **out);
 void ember_tokenizer_free(ember_tokenizer *tok);
 
@@ -71,16 +75,20 @@ int ember_tokenizer_is_special(const ember_tokenizer *tok, int32_t id);
 /* The ids that end a turn for the model in model_dir: eos_token_id of
  * generation_config.json and config.json, and tokenizer_config.json's
  * eos_token, deduplicated, at most cap of them. Missing files are fine;
- * malformed ones are EMBER_ERR_FORMAT. */
+ * malformed ones are EMBER_ERR_FORMAT. model_dir may be a GGUF file: its
+ * tokenizer.ggml.eos/eot/eom_token_id and the end-of-turn tokens llama.cpp
+ * also stops at (<|im_end|>, <|endoftext|>, <|eot_id|>, ...). */
 ember_status ember_tokenizer_end_of_turn_ids(const ember_tokenizer *tok, const char *model_dir,
                                              int32_t *ids, size_t cap, size_t *n);
 
 /* ---- chat template --------------------------------------------------- */
 
 /* The model's own chat template (tokenizer_config.json's chat_template, or
- * chat_template.jinja / .json) with its special tokens. */
+ * chat_template.jinja / .json; a GGUF file's tokenizer.chat_template) with
+ * its special tokens. */
 typedef struct ember_chat_template ember_chat_template;
 
+/* model_dir: a model directory or a GGUF file. No template: EMBER_ERR_IO. */
 ember_status ember_chat_template_load(const char *model_dir, ember_chat_template **out);
 /* A template from source; bos/eos may be NULL. */
 ember_status ember_chat_template_from_string(const char *source, const char *bos, const char *eos,
@@ -167,7 +175,8 @@ typedef struct ember_generate_params {
 ember_generate_params ember_generate_default_params(void);
 /* Applies the model's generation_config.json (do_sample, temperature,
  * top_k, top_p, min_p, repetition_penalty) over p; greedy when it is absent
- * or says do_sample false, as Hugging Face. */
+ * or says do_sample false, as Hugging Face. model_dir may be a GGUF file:
+ * its general.sampling.* keys (greedy unless general.sampling.temp > 0). */
 ember_status ember_generate_params_from_model(const char *model_dir, ember_generate_params *p);
 
 typedef enum ember_finish {
@@ -221,7 +230,8 @@ typedef struct ember_conversation_params {
     const char *system;           /* a system message, or NULL; copied */
     const char *tools_json;       /* an array of OpenAI tools, or NULL; copied */
     int enable_thinking;          /* -1 (default): not passed to the template */
-    const char *model_dir;        /* when set: end-of-turn ids from it (else the
+    const char *model_dir;        /* a model directory or GGUF file; when set:
+                                     end-of-turn ids from it (else the
                                      tokenizer's EOS and <|im_end|> if present) */
 } ember_conversation_params;
 

@@ -64,9 +64,10 @@ if make -j"$JOBS" SAN=1 all tests >/tmp/ember-build-san.log 2>&1; then
   record build-san 0
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
   for t in build-san/tests/test_*; do [ -x "$t" ] && run_cases "san:$(basename "$t")" "$t"; done
-  # the CLI's error paths, a parity run, text generation and chat, and the
-  # TTS codes, the speech decoder and `ember tts`, also under the sanitizers
-  for t in cli_errors parity_committed text_cli tts_codes code2wav tts serve_speech; do
+  # the CLI's error paths, a parity run, text generation and chat, a GGUF
+  # as the whole model, and the TTS codes, the speech decoder and `ember
+  # tts`, also under the sanitizers
+  for t in cli_errors parity_committed text_cli gguf_model tts_codes code2wav tts serve_speech; do
     run_cases "san:$t" env EMBER=build-san/ember "tests/e2e/$t.sh"
   done
   unset ASAN_OPTIONS UBSAN_OPTIONS

@@ -29,8 +29,9 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: ember chat -m MODEL_DIR [--system TEXT] [--tools FILE.json] [-n 1024]\n"
+            "usage: ember chat -m MODEL [--system TEXT] [--tools FILE.json] [-n 1024]\n"
             "                  [--think 0|1] [--max-context N] [sampling options] [options]\n"
+            "  -m MODEL         a model directory or a GGUF file (its tokenizer and template inside)\n"
             "  reads one user message per line on stdin; /reset starts over, /exit ends\n"
             "  --tools FILE     a JSON array of OpenAI-style tools offered to the model\n"
             "  --think 0|1      pass enable_thinking to the template (default: not passed)\n"

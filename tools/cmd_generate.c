@@ -1,7 +1,8 @@
 /* `ember generate`: a prompt (text, or token ids) in, a continuation out.
- * Text prompts are tokenized with the model's tokenizer.json and the
- * continuation streams to stdout as it is sampled; token-id prompts (the
- * parity and benchmark path) print ids and run exactly -n steps. */
+ * Text prompts are tokenized with the model's tokenizer (tokenizer.json, or
+ * the one a GGUF file carries) and the continuation streams to stdout as it
+ * is sampled; token-id prompts (the parity and benchmark path) print ids and
+ * run exactly -n steps. */
 #include <getopt.h>
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "cli.h"
 #include "ember.h"
+#include "io/gguf.h"
 #include "text/textgen.h"
 #include "text/tokenizer.h"
 
@@ -25,7 +27,8 @@ static void usage(FILE *f)
             "  --ids 1,2,3      a prompt of token ids: prints the generated ids with --print-ids\n"
             "                   and runs exactly -n steps (no stop ids)\n"
             "  -n N             at most N new tokens (default 128)\n"
-            "  --tokenizer PATH tokenizer.json or its directory (default: the model's directory)\n"
+            "  --tokenizer PATH tokenizer.json or its directory (default: the model's directory,\n"
+            "                   or the tokenizer inside a GGUF model)\n"
             "  --no-special     do not add the tokenizer's special tokens (BOS) to the prompt\n"
             "  timing goes to stderr\n%s%s",
             cli_sampling_usage, cli_common_usage);
@@ -41,10 +44,12 @@ static int print_content(void *user, const et_toolcall_event *e)
     return 0;
 }
 
-static int is_dir(const char *path)
+/* A model directory or a GGUF file: both carry the tokenizer, the stop ids
+ * and the sampling defaults. */
+static int is_model(const char *path)
 {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    return (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) || gguf_is_gguf_file(path);
 }
 
 /* The whole of a file, NUL-terminated; NULL on failure (message printed). */
@@ -135,8 +140,8 @@ int cmd_generate(int argc, char **argv)
             fprintf(stderr, "ember generate: %s: %s\n", dir, strerror(errno));
             return 2;
         }
-        if (!S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "ember generate: %s is not a model directory: give --tokenizer PATH\n", dir);
+        if (!is_model(dir)) {
+            fprintf(stderr, "ember generate: %s is not a model directory or GGUF file: give --tokenizer PATH\n", dir);
             return 2;
         }
         tok_path = dir;
@@ -168,10 +173,10 @@ int cmd_generate(int argc, char **argv)
             fprintf(stderr, "ember generate: the prompt is empty after tokenization\n");
             goto done;
         }
-        if (is_dir(dir) && et_model_stop_ids(dir, tok, stop_ids, 16, &gp.n_stop_ids)) goto fail;
+        if (is_model(dir) && et_model_stop_ids(dir, tok, stop_ids, 16, &gp.n_stop_ids)) goto fail;
         gp.stop_ids = stop_ids;
     }
-    if (cli_sampling_params(&sampling, is_dir(dir) ? dir : NULL, &gp)) goto fail;
+    if (cli_sampling_params(&sampling, is_model(dir) ? dir : NULL, &gp)) goto fail;
     gp.max_tokens = (int32_t)n_gen;
     if (cli_apply_profile(dir, profile, "generate", &mp, &sp)) goto done;
     if (ember_model_load(dir, &mp, &model) != EMBER_OK) goto fail;

@@ -14,12 +14,13 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: ember serve -m MODEL_DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
+            "usage: ember serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
             "                   [--max-seqs 8] [--ctx 4096] [--threads N] [--max-queue N]\n"
             "                   [--timeout SECONDS] [--max-body BYTES] [--prefix-cache MB]\n"
             "                   [--stats FILE] [--tts QWEN3_TTS_DIR] [options]\n"
             "  POST /v1/chat/completions, POST /v1/completions, POST /v1/audio/speech, GET /v1/models,\n"
             "  GET /health, GET /metrics (OpenAI request and response shapes)\n"
+            "  -m MODEL          a model directory or a GGUF file (its tokenizer and template inside)\n"
             "  --host ADDR       IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
             "  --port N          0 picks a free port; the address is printed on stderr\n"
             "  --api-key KEY     require Authorization: Bearer KEY (or $EMBER_API_KEY)\n"

@@ -1,7 +1,8 @@
 /* `ember template`: renders a model's chat template for a conversation.
- *   ember template -m DIR --messages FILE.json [--tools FILE.json]
+ *   ember template -m MODEL --messages FILE.json [--tools FILE.json]
  *                  [--add-generation-prompt] [--enable-thinking 0|1]
- *   ember template -m DIR --cases FILE.json
+ *   ember template -m MODEL --cases FILE.json
+ * MODEL: a model directory or a GGUF file (tokenizer.chat_template).
  * --cases takes a JSON array of {messages, tools?, add_generation_prompt?,
  * enable_thinking?} and prints a JSON array with, per case, the rendered
  * string or {"error": message} (for comparing against transformers.js). */
@@ -87,10 +88,11 @@ static const char *render(const ember_chat_template *t, const cJSON *messages, c
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ember template -m DIR --messages FILE.json [--tools FILE.json]\n"
+    fprintf(f, "usage: ember template -m MODEL --messages FILE.json [--tools FILE.json]\n"
                "                      [--add-generation-prompt] [--enable-thinking 0|1]\n"
-               "       ember template -m DIR --cases FILE.json\n"
-               "renders the model's chat template (tokenizer_config.json, chat_template.jinja)\n");
+               "       ember template -m MODEL --cases FILE.json\n"
+               "renders the model's chat template (tokenizer_config.json, chat_template.jinja;\n"
+               "a GGUF file's tokenizer.chat_template)\n");
 }
 
 /* One case of --cases: the rendered text or {"error": ...}. */

@@ -1,5 +1,5 @@
 /* `ember tokenize` and `ember detokenize`: text <-> token ids with a model's
- * tokenizer.json (the model directory or the file itself).
+ * tokenizer (a model directory, a tokenizer.json, or a GGUF model file).
  *   tokenize:   stdin text -> ids separated by spaces (--json: ids and
  *               pieces; --jsonl: one JSON string per input line -> one JSON
  *               id array per output line, for batch comparisons)

@@ -97,6 +97,20 @@ _GEN_KEYS = {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "pr
              "parse_tools", "greedy", "logit_bias"}
 
 
+def _is_model(path):
+    """A model directory or a GGUF file: both say the model's end-of-turn ids
+    and sampling defaults (a GGUF in its metadata)."""
+    if not path:
+        return False
+    if os.path.isdir(path):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
 class _GenParams:
     """An ember_generate_params and the buffers its pointers point into."""
 
@@ -105,7 +119,7 @@ class _GenParams:
         if unknown:
             raise TypeError("unknown generation option(s): %s" % ", ".join(sorted(unknown)))
         p = lib.ember_generate_default_params()
-        if model_dir and os.path.isdir(model_dir):
+        if _is_model(model_dir):
             check(lib.ember_generate_params_from_model(path_arg(model_dir), ctypes.byref(p)))
         if kw.get("greedy"):
             p.temperature = 0.0
@@ -437,7 +451,7 @@ class Session(_lib.Handle):
 
     def _generate(self, ids, push, gen):
         tok = self.model.tokenizer
-        if "stop_ids" not in gen and os.path.isdir(self.model.path):
+        if "stop_ids" not in gen and _is_model(self.model.path):
             gen = dict(gen, stop_ids=tok.end_of_turn_ids(self.model.path))
         gp = _GenParams(self.model.path, gen)
         reply = Reply()
@@ -485,7 +499,7 @@ class Chat(_lib.Handle):
         cp = lib.ember_conversation_default_params()
         cp.session = _session_params(model, max_context, threads)
         self._keep = [enc(system), enc(json.dumps(tools) if tools is not None else None),
-                      path_arg(model.path) if os.path.isdir(model.path) else None]
+                      path_arg(model.path) if _is_model(model.path) else None]
         cp.system, cp.tools_json, cp.model_dir = self._keep
         if enable_thinking is not None:
             cp.enable_thinking = 1 if enable_thinking else 0

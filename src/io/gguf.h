@@ -178,6 +178,8 @@ ember_status gguf_set_str_arr(gguf_writer *w, const char *key, const char *const
                               const size_t *lens, size_t n);
 /* Copies a value read by the reader (any type). */
 ember_status gguf_set_value(gguf_writer *w, const char *key, const gguf_value *v);
+/* Copies every key of src that starts with prefix, in file order; *n: how many. */
+ember_status gguf_copy_keys(gguf_writer *w, const gguf_file *src, const char *prefix, size_t *n);
 
 /* A tensor of n_dims GGUF dims ne[] (ne[0] innermost, a multiple of the
  * dtype's block). Exactly one of data (ne product bytes, must outlive

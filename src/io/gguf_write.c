@@ -280,6 +280,20 @@ ember_status gguf_set_value(gguf_writer *w, const char *key, const gguf_value *v
     return ember_fail(EMBER_ERR_INVALID_ARG, "gguf writer: key '%s': bad value type", key);
 }
 
+ember_status gguf_copy_keys(gguf_writer *w, const gguf_file *src, const char *prefix, size_t *n)
+{
+    size_t len = strlen(prefix);
+    *n = 0;
+    for (size_t i = 0; i < gguf_n_kv(src); i++) {
+        const gguf_kv *kv = gguf_kv_at(src, i);
+        if (strncmp(kv->key, prefix, len)) continue;
+        ember_status st = gguf_set_value(w, kv->key, &kv->v);
+        if (st) return st;
+        ++*n;
+    }
+    return EMBER_OK;
+}
+
 /* ---- tensors ---------------------------------------------------------------- */
 
 ember_status gguf_add_tensor(gguf_writer *w, const char *name, et_dtype dtype, uint32_t n_dims,

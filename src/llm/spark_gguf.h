@@ -52,7 +52,8 @@ const char *spark_gguf_hf_name(const char *gguf_name, char *buf, size_t cap);
  * the format `mix` gives it (quant_mix.h; row by row through fp32, streamed;
  * copied as is when already in that format), norms and biases as F32, the fused q_k_v_proj as one attn_qkv
  * tensor (rows Q, K, V), and the tokenizer metadata llama.cpp needs (see
- * spark_gguf_vocab). `progress` (may be NULL) gets bytes of tensor data done
+ * spark_gguf_vocab), the chat template and sampling defaults
+ * (spark_gguf_text). `progress` (may be NULL) gets bytes of tensor data done
  * and total; non-zero cancels. Nothing is left at `path` on failure. */
 ember_status spark_gguf_write(const ember_model *m, const char *path, const quant_mix *mix,
                               int (*progress)(void *ctx, size_t done, size_t total), void *ctx);
@@ -69,5 +70,11 @@ size_t spark_gguf_tensor_count(const ember_model *m);
  *     byte-level tokens, the special ids, "[PADn]" fillers, no merges), and
  *     *synthesized is set so the caller can say so in general.description. */
 ember_status spark_gguf_vocab(gguf_writer *w, const ember_model *m, bool *synthesized);
+
+/* The chat template and sampling defaults for a GGUF written from `m`
+ * (spark_gguf_text.c): from a directory, tokenizer.chat_template(.tool_use)
+ * when with_template and the directory has one, and general.sampling.* from
+ * generation_config.json; from a GGUF, its general.sampling.* keys. */
+ember_status spark_gguf_text(gguf_writer *w, const ember_model *m, bool with_template);
 
 #endif

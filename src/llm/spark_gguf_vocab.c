@@ -270,19 +270,6 @@ static ember_status from_tokenizer_json(vocab *v, const cJSON *root, const char 
 
 /* ---- entry point ------------------------------------------------------------------ */
 
-static ember_status copy_tokenizer_keys(gguf_writer *w, const gguf_file *src, bool *copied)
-{
-    *copied = false;
-    for (size_t i = 0; i < gguf_n_kv(src); i++) {
-        const gguf_kv *kv = gguf_kv_at(src, i);
-        if (strncmp(kv->key, "tokenizer.", 10)) continue;
-        ember_status st = gguf_set_value(w, kv->key, &kv->v);
-        if (st) return st;
-        *copied = true;
-    }
-    return EMBER_OK;
-}
-
 ember_status spark_gguf_vocab(gguf_writer *w, const ember_model *m, bool *synthesized)
 {
     const gguf_file *src = ck_gguf(m->ck);
@@ -291,8 +278,8 @@ ember_status spark_gguf_vocab(gguf_writer *w, const ember_model *m, bool *synthe
     *synthesized = false;
     memset(&v, 0, sizeof v);
     if (src) {
-        bool copied;
-        if ((st = copy_tokenizer_keys(w, src, &copied)) || copied) return st;
+        size_t copied;
+        if ((st = gguf_copy_keys(w, src, "tokenizer.", &copied)) || copied) return st;
     } else {
         const char *dir = ck_path(m->ck);
         size_t n = strlen(dir);

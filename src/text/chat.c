@@ -1,20 +1,25 @@
-/* Chat templates from a model directory, rendered the way transformers.js's
- * apply_chat_template renders them (same variables, same template choice). */
+/* Chat templates from a model directory or GGUF file, rendered the way
+ * transformers.js's apply_chat_template renders them (same variables, same
+ * template choice). Finding the template (et_chat_source) is apart from
+ * parsing it, so ember's GGUF writer stores exactly the text this reads. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "io/gguf.h"
 #include "io/json_text.h"
 #include "io/read_file.h"
 #include "text/chat.h"
+#include "text/gguf_text.h"
 #include "text/jinja.h"
 
-/* The special-token variables transformers.js passes when the config has them. */
-static const char *const SPECIAL_TOKENS[] = {"bos_token", "eos_token", "unk_token", "sep_token",
-                                             "pad_token", "cls_token", "mask_token"};
-#define N_SPECIAL (sizeof SPECIAL_TOKENS / sizeof SPECIAL_TOKENS[0])
+/* The special-token variables transformers.js passes when the config has
+ * them, in et_chat_source.special's order. */
+static const char *const SPECIAL_TOKENS[ET_CHAT_N_SPECIAL] = {
+    "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"};
+#define N_SPECIAL ET_CHAT_N_SPECIAL
 
 struct et_chat_template {
     ej_template *main;     /* "default", or the only template */
@@ -31,11 +36,11 @@ void et_chat_template_free(et_chat_template *t)
     free(t);
 }
 
-static ember_status set_special(et_chat_template *t, size_t i, const char *value)
+static ember_status dup_special(char **slot, const char *value)
 {
     if (!value || !*value) return EMBER_OK; /* "" counts as absent, as in transformers.js */
-    t->special[i] = strdup(value);
-    return t->special[i] ? EMBER_OK : ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
+    *slot = strdup(value);
+    return *slot ? EMBER_OK : ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
 }
 
 static ember_status parse_named(const char *src, const char *label, ej_template **out)
@@ -45,22 +50,43 @@ static ember_status parse_named(const char *src, const char *label, ej_template 
     return st;
 }
 
-ember_status et_chat_template_from_string(const char *src, const char *bos, const char *eos,
-                                          et_chat_template **out)
+ember_status et_chat_template_from_source(const et_chat_source *s, et_chat_template **out)
 {
-    if (!src || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_template_from_string: NULL argument");
+    if (!s || !s->main || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_template_from_source: no template");
     *out = NULL;
     et_chat_template *t = calloc(1, sizeof *t);
     if (!t) return ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
-    ember_status st = parse_named(src, "chat template", &t->main);
-    if (!st) st = set_special(t, 0, bos);
-    if (!st) st = set_special(t, 1, eos);
+    ember_status st = parse_named(s->main, s->main_label, &t->main);
+    if (!st && s->tool_use) st = parse_named(s->tool_use, s->tool_use_label, &t->tool_use);
+    for (size_t i = 0; i < N_SPECIAL && !st; i++) st = dup_special(&t->special[i], s->special[i]);
     if (st) {
         et_chat_template_free(t);
         return st;
     }
     *out = t;
     return EMBER_OK;
+}
+
+ember_status et_chat_template_from_string(const char *src, const char *bos, const char *eos,
+                                          et_chat_template **out)
+{
+    if (!src || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_template_from_string: NULL argument");
+    et_chat_source s;
+    memset(&s, 0, sizeof s);
+    s.main = (char *)src; /* borrowed: from_source only reads */
+    snprintf(s.main_label, sizeof s.main_label, "chat template");
+    s.special[0] = (char *)bos;
+    s.special[1] = (char *)eos;
+    return et_chat_template_from_source(&s, out);
+}
+
+void et_chat_source_free(et_chat_source *s)
+{
+    if (!s) return;
+    free(s->main);
+    free(s->tool_use);
+    for (size_t i = 0; i < N_SPECIAL; i++) free(s->special[i]);
+    memset(s, 0, sizeof *s);
 }
 
 /* Reads dir/name; a missing file gives EMBER_OK with *text NULL. */
@@ -74,9 +100,13 @@ static ember_status read_optional(const char *dir, const char *name, char **text
 }
 
 /* "chat_template": a string, or [{name, template}, ...]. */
-static ember_status load_from_value(et_chat_template *t, const cJSON *ct, const char *path)
+static ember_status source_from_value(et_chat_source *s, const cJSON *ct, const char *path)
 {
-    if (cJSON_IsString(ct)) return parse_named(ct->valuestring, path, &t->main);
+    if (cJSON_IsString(ct)) {
+        snprintf(s->main_label, sizeof s->main_label, "%s", path);
+        s->main = strdup(ct->valuestring);
+        return s->main ? EMBER_OK : ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
+    }
     if (!cJSON_IsArray(ct))
         return ember_fail(EMBER_ERR_FORMAT, "%s: chat_template must be a string or a list of {name, template}", path);
     const cJSON *item;
@@ -86,21 +116,20 @@ static ember_status load_from_value(et_chat_template *t, const cJSON *ct, const 
         const cJSON *src = cJSON_GetObjectItemCaseSensitive(item, "template");
         if (!cJSON_IsString(name) || !cJSON_IsString(src))
             return ember_fail(EMBER_ERR_FORMAT, "%s: chat_template entries need string 'name' and 'template'", path);
-        ej_template **slot = !strcmp(name->valuestring, "default")    ? &t->main
-                             : !strcmp(name->valuestring, "tool_use") ? &t->tool_use
-                                                                      : NULL;
-        if (!slot || *slot) continue;
-        char label[600];
-        snprintf(label, sizeof label, "%s: chat_template '%s'", path, name->valuestring);
-        ember_status st = parse_named(src->valuestring, label, slot);
-        if (st) return st;
+        bool is_main = !strcmp(name->valuestring, "default");
+        if (!is_main && strcmp(name->valuestring, "tool_use")) continue;
+        char **slot = is_main ? &s->main : &s->tool_use;
+        char *label = is_main ? s->main_label : s->tool_use_label;
+        if (*slot) continue;
+        snprintf(label, sizeof s->main_label, "%.500s: chat_template '%s'", path, name->valuestring);
+        if (!(*slot = strdup(src->valuestring))) return ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
     }
-    if (!t->main)
+    if (!s->main)
         return ember_fail(EMBER_ERR_FORMAT, "%s: chat_template has several templates but none named 'default'", path);
     return EMBER_OK;
 }
 
-static ember_status read_special_tokens(et_chat_template *t, const cJSON *config, const char *path)
+static ember_status read_special_tokens(et_chat_source *s, const cJSON *config, const char *path)
 {
     for (size_t i = 0; i < N_SPECIAL; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(config, SPECIAL_TOKENS[i]);
@@ -109,13 +138,13 @@ static ember_status read_special_tokens(et_chat_template *t, const cJSON *config
         if (!cJSON_IsString(v))
             return ember_fail(EMBER_ERR_FORMAT, "%s: %s must be a string or an object with a string 'content'", path,
                               SPECIAL_TOKENS[i]);
-        ember_status st = set_special(t, i, v->valuestring);
+        ember_status st = dup_special(&s->special[i], v->valuestring);
         if (st) return st;
     }
     return EMBER_OK;
 }
 
-static ember_status load_into(et_chat_template *t, const char *dir)
+static ember_status source_from_dir(et_chat_source *s, const char *dir)
 {
     char path[4096];
     char *text;
@@ -128,19 +157,18 @@ static ember_status load_into(et_chat_template *t, const char *dir)
         free(text);
         if (st) return st;
         if (!cJSON_IsObject(config)) st = ember_fail(EMBER_ERR_FORMAT, "%s: not a JSON object", path);
-        if (!st) st = read_special_tokens(t, config, path);
+        if (!st) st = read_special_tokens(s, config, path);
         const cJSON *ct = cJSON_GetObjectItemCaseSensitive(config, "chat_template");
-        if (!st && ct && !cJSON_IsNull(ct)) st = load_from_value(t, ct, path);
+        if (!st && ct && !cJSON_IsNull(ct)) st = source_from_value(s, ct, path);
         cJSON_Delete(config);
-        if (st || t->main) return st;
+        if (st || s->main) return st;
     }
     st = read_optional(dir, "chat_template.jinja", &text, &len, path, sizeof path);
     if (st) return st;
     if (text) {
-        st = ej_parse(text, len, &t->main);
-        if (st) ember_fail_prefix(st, "%s", path);
-        free(text);
-        return st;
+        snprintf(s->main_label, sizeof s->main_label, "%s", path);
+        s->main = text;
+        return EMBER_OK;
     }
     st = read_optional(dir, "chat_template.json", &text, &len, path, sizeof path);
     if (st) return st;
@@ -149,24 +177,37 @@ static ember_status load_into(et_chat_template *t, const char *dir)
     free(text);
     if (st) return st;
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(config, "chat_template");
-    st = ct ? load_from_value(t, ct, path) : ember_fail(EMBER_ERR_FORMAT, "%s: no 'chat_template' key", path);
+    st = ct ? source_from_value(s, ct, path) : ember_fail(EMBER_ERR_FORMAT, "%s: no 'chat_template' key", path);
     cJSON_Delete(config);
     return st;
 }
 
-ember_status et_chat_template_load(const char *dir, et_chat_template **out)
+ember_status et_chat_source_load(const char *path, et_chat_source *out)
 {
-    if (!dir || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_template_load: NULL argument");
-    *out = NULL;
-    et_chat_template *t = calloc(1, sizeof *t);
-    if (!t) return ember_fail(EMBER_ERR_NO_MEMORY, "chat template: out of memory");
-    ember_status st = load_into(t, dir);
-    if (st) {
-        et_chat_template_free(t);
-        return st;
+    if (!path || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_source_load: NULL argument");
+    memset(out, 0, sizeof *out);
+    ember_status st;
+    if (gguf_is_gguf_file(path)) { /* a .gguf model carries its template */
+        gguf_file *f = NULL;
+        st = gguf_open(path, &f);
+        if (!st) st = et_gguf_chat_source(f, out);
+        gguf_close(f);
+    } else {
+        st = source_from_dir(out, path);
     }
-    *out = t;
-    return EMBER_OK;
+    if (st) et_chat_source_free(out);
+    return st;
+}
+
+ember_status et_chat_template_load(const char *path, et_chat_template **out)
+{
+    if (!path || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "et_chat_template_load: NULL argument");
+    *out = NULL;
+    et_chat_source s;
+    ember_status st = et_chat_source_load(path, &s);
+    if (!st) st = et_chat_template_from_source(&s, out);
+    et_chat_source_free(&s);
+    return st;
 }
 
 /* Sets key to item in obj, replacing an earlier value (later ones win, as

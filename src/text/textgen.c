@@ -9,8 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/gguf.h"
 #include "io/json_text.h"
 #include "io/read_file.h"
+#include "text/gguf_text.h"
 #include "text/stop.h"
 
 struct et_textgen {
@@ -387,20 +389,35 @@ static ember_status add_id_value(const cJSON *v, const char *file, int32_t *ids,
     return EMBER_OK;
 }
 
+/* A GGUF model file instead of a directory: the same answers from its
+ * metadata (gguf_text.c). *is_gguf false: path is not one. */
+static ember_status from_gguf(const char *path, bool *is_gguf, int32_t *ids, size_t cap, size_t *n,
+                              et_sampler_params *p)
+{
+    *is_gguf = gguf_is_gguf_file(path);
+    if (!*is_gguf) return EMBER_OK;
+    gguf_file *f = NULL;
+    ember_status st = gguf_open(path, &f);
+    if (!st) st = ids ? et_gguf_stop_ids(f, ids, cap, n) : et_gguf_sampling_defaults(f, p);
+    gguf_close(f);
+    return st;
+}
+
 ember_status et_model_stop_ids(const char *dir, const et_tokenizer *tok, int32_t *ids, size_t cap,
                                size_t *n)
 {
     static const char *const files[] = {"generation_config.json", "config.json"};
     cJSON *j = NULL;
-    ember_status st = EMBER_OK;
+    bool gguf;
     *n = 0;
-    for (size_t i = 0; i < 2 && !st; i++) {
+    ember_status st = from_gguf(dir, &gguf, ids, cap, n, NULL);
+    for (size_t i = 0; i < 2 && !st && !gguf; i++) {
         st = read_json(dir, files[i], &j);
         if (!st && j) st = add_id_value(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), files[i], ids, cap, n);
         cJSON_Delete(j);
         j = NULL;
     }
-    if (!st) st = read_json(dir, "tokenizer_config.json", &j);
+    if (!st && !gguf) st = read_json(dir, "tokenizer_config.json", &j);
     if (!st && j && tok) {
         const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token");
         if (cJSON_IsObject(eos)) eos = cJSON_GetObjectItemCaseSensitive(eos, "content");
@@ -426,7 +443,10 @@ static void set_number(const cJSON *j, const char *key, float *out)
 ember_status et_model_sampling_defaults(const char *dir, et_sampler_params *p)
 {
     cJSON *j = NULL;
-    ember_status st = read_json(dir, "generation_config.json", &j);
+    bool gguf;
+    ember_status st = from_gguf(dir, &gguf, NULL, 0, NULL, p);
+    if (st || gguf) return st;
+    st = read_json(dir, "generation_config.json", &j);
     if (st) return st;
     const cJSON *sample = j ? cJSON_GetObjectItemCaseSensitive(j, "do_sample") : NULL;
     if (!cJSON_IsTrue(sample)) {

@@ -97,14 +97,16 @@ int32_t et_textgen_forced(const et_textgen *g);
 /* The ids that end a response for the model in dir: eos_token_id of
  * generation_config.json and config.json (an id or a list) and the
  * eos_token of tokenizer_config.json, deduplicated, at most cap. Missing
- * files are fine; malformed ones are an error. */
+ * files are fine; malformed ones are an error. dir may be a GGUF model
+ * file: then its eos/eot/eom ids and end-of-turn tokens (et_gguf_stop_ids). */
 ember_status et_model_stop_ids(const char *dir, const et_tokenizer *tok, int32_t *ids, size_t cap,
                                size_t *n);
 
 /* The sampling defaults of the model in dir, as Hugging Face reads them from
  * generation_config.json: do_sample (false or absent: greedy), temperature,
  * top_k, top_p, min_p, repetition_penalty. Fields absent keep p's values;
- * a missing file leaves p greedy. */
+ * a missing file leaves p greedy. dir may be a GGUF model file: then its
+ * general.sampling.* keys (et_gguf_sampling_defaults). */
 ember_status et_model_sampling_defaults(const char *dir, et_sampler_params *p);
 
 #endif

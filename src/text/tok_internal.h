@@ -273,6 +273,35 @@ ember_status tok_decoder_parse(const cJSON *j, const char *path, int depth, tok_
 void tok_decoder_free(tok_decoder *d);
 ember_status tok_added_parse(et_tokenizer *t, const cJSON *arr, tok_buf *pool);
 
+/* Writing a tokenizer.json in memory (tok_build.c). A failed allocation
+ * latches `failed`; tok_text_status reports it once at the end. */
+typedef struct {
+    char *s; /* NUL-terminated */
+    size_t n, cap;
+    int failed;
+} tok_text;
+void tok_text_put(tok_text *b, const char *s, size_t n);
+void tok_text_puts(tok_text *b, const char *s);
+void tok_text_string(tok_text *b, const char *s, size_t n); /* as a JSON string literal */
+ember_status tok_text_status(const tok_text *b);
+/* A byte-level BPE family's normalizer and pre-tokenizer, by the name
+ * llama.cpp's GGUF key tokenizer.ggml.pre gives it. */
+typedef struct {
+    const char *name;
+    const char *const *splits; /* Split regexes applied in turn (Isolated), then ByteLevel;
+                                  NULL: ByteLevel with GPT-2's own regex */
+    bool nfc;                  /* an NFC normalizer first */
+    bool ignore_merges;        /* BPE looks a whole word up before merging (Llama 3) */
+    bool add_bos;              /* llama.cpp's default when the GGUF does not say */
+} tok_pre_style;
+const tok_pre_style *tok_pre_style_find(const char *name); /* NULL: unknown */
+const char *tok_pre_style_names(void);                     /* the known names, for messages */
+/* "normalizer":...,"pre_tokenizer":...,"decoder":... (members, no comma around). */
+void tok_text_pre_style(tok_text *b, const tok_pre_style *p);
+void tok_text_byte_level(tok_text *b); /* a ByteLevel component object */
+/* "model":{"type":"BPE",...,"vocab": (the vocab object and the rest follow). */
+void tok_text_bpe_open(tok_text *b, bool ignore_merges);
+
 /* JSON helpers for the component parsers (tok_load.c) */
 const char *tok_json_type(const cJSON *j, const char *path, ember_status *st);
 ember_status tok_json_bool(const cJSON *obj, const char *key, bool dflt, const char *path,

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/gguf.h"
 #include "text/tok_internal.h"
 
 #ifdef MAP_POPULATE
@@ -324,6 +325,13 @@ ember_status et_tokenizer_load(const char *path, et_tokenizer **out)
     *out = NULL;
     struct stat sb;
     char file[4096];
+    if (gguf_is_gguf_file(path)) { /* a .gguf model carries its tokenizer */
+        gguf_file *f = NULL;
+        ember_status st = gguf_open(path, &f);
+        if (!st) st = et_tokenizer_load_gguf(f, out);
+        gguf_close(f);
+        return st;
+    }
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         if ((size_t)snprintf(file, sizeof file, "%s/tokenizer.json", path) >= sizeof file)
             return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", path);

@@ -18,61 +18,9 @@
 #include "base/status.h"
 #include "io/json_text.h"
 #include "io/read_file.h"
-#include "text/tokenizer.h"
+#include "text/tok_internal.h"
 
 #define FILE_MAX ((size_t)256 << 20)
-
-static const char QWEN2_SPLIT[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
-    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-
-/* A growing text buffer; `failed` latches an allocation failure. */
-typedef struct text_buf {
-    char *s;
-    size_t n, cap;
-    int failed;
-} text_buf;
-
-static void put(text_buf *b, const char *s, size_t n)
-{
-    if (b->failed) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *grown = realloc(b->s, cap);
-        if (!grown) {
-            b->failed = 1;
-            return;
-        }
-        b->s = grown;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
-static void puts_(text_buf *b, const char *s) { put(b, s, strlen(s)); }
-
-/* s[0..n) as a JSON string literal (merges hold '"' and '\\' tokens). */
-static void put_json_string(text_buf *b, const char *s, size_t n)
-{
-    put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[8];
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
-            put(b, esc, 2);
-        } else if (c < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", c);
-            put(b, esc, 6);
-        } else {
-            put(b, (const char *)&s[i], 1);
-        }
-    }
-    put(b, "\"", 1);
-}
 
 static ember_status read_dir_file(const char *dir, const char *name, char **text, size_t *len)
 {
@@ -84,11 +32,11 @@ static ember_status read_dir_file(const char *dir, const char *name, char **text
 
 /* merges.txt: one "left right" pair per line, an optional "#version" first
  * line, blank lines ignored. */
-static ember_status put_merges(text_buf *b, const char *text, size_t len)
+static ember_status put_merges(tok_text *b, const char *text, size_t len)
 {
     size_t at = 0, line_no = 0;
     int first = 1;
-    puts_(b, "[");
+    tok_text_puts(b, "[");
     while (at < len) {
         const char *line = text + at, *nl = memchr(line, '\n', len - at);
         size_t n = nl ? (size_t)(nl - line) : len - at;
@@ -99,24 +47,24 @@ static ember_status put_merges(text_buf *b, const char *text, size_t len)
         const char *sp = memchr(line, ' ', n);
         if (!sp || sp == line || sp == line + n - 1 || memchr(sp + 1, ' ', (size_t)(line + n - sp - 1)))
             return ember_fail(EMBER_ERR_FORMAT, "merges.txt:%zu: expected two tokens separated by one space", line_no);
-        if (!first) puts_(b, ",");
+        if (!first) tok_text_puts(b, ",");
         first = 0;
-        puts_(b, "[");
-        put_json_string(b, line, (size_t)(sp - line));
-        puts_(b, ",");
-        put_json_string(b, sp + 1, (size_t)(line + n - sp - 1));
-        puts_(b, "]");
+        tok_text_puts(b, "[");
+        tok_text_string(b, line, (size_t)(sp - line));
+        tok_text_puts(b, ",");
+        tok_text_string(b, sp + 1, (size_t)(line + n - sp - 1));
+        tok_text_puts(b, "]");
     }
-    puts_(b, "]");
+    tok_text_puts(b, "]");
     return EMBER_OK;
 }
 
 /* added_tokens_decoder {"id": {content, lstrip, rstrip, normalized,
  * single_word, special}} -> tokenizer.json's added_tokens array. */
-static ember_status put_added(text_buf *b, const cJSON *config)
+static ember_status put_added(tok_text *b, const cJSON *config)
 {
     const cJSON *dec = cJSON_GetObjectItemCaseSensitive(config, "added_tokens_decoder"), *e;
-    puts_(b, "[");
+    tok_text_puts(b, "[");
     if (dec && !cJSON_IsObject(dec))
         return ember_fail(EMBER_ERR_FORMAT, "tokenizer_config.json: added_tokens_decoder must be an object");
     int first = 1;
@@ -135,23 +83,21 @@ static ember_status put_added(text_buf *b, const cJSON *config)
         char *json = cJSON_PrintUnformatted(tok);
         cJSON_Delete(tok);
         if (!json) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
-        if (!first) puts_(b, ",");
+        if (!first) tok_text_puts(b, ",");
         first = 0;
-        puts_(b, json);
+        tok_text_puts(b, json);
         free(json);
     }
-    puts_(b, "]");
+    tok_text_puts(b, "]");
     return EMBER_OK;
 }
 
 ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out)
 {
-    static const char byte_level[] =
-        "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}";
     char *cfg_text = NULL, *vocab = NULL, *merges = NULL;
     size_t cfg_len, vocab_len, merges_len;
     cJSON *cfg = NULL;
-    text_buf b = {0};
+    tok_text b = {0};
     *out = NULL;
     ember_status st = read_dir_file(dir, "tokenizer_config.json", &cfg_text, &cfg_len);
     if (!st) st = io_json_parse(cfg_text, cfg_len, "tokenizer_config.json", "file", &cfg);
@@ -169,35 +115,19 @@ ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out)
                         name);
         goto done;
     }
-    puts_(&b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":");
+    tok_text_puts(&b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":");
     if ((st = put_added(&b, cfg))) goto done;
-    if (qwen2) {
-        puts_(&b, ",\"normalizer\":{\"type\":\"NFC\"},\"pre_tokenizer\":{\"type\":\"Sequence\","
-                  "\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":");
-        put_json_string(&b, QWEN2_SPLIT, sizeof QWEN2_SPLIT - 1);
-        puts_(&b, "},\"behavior\":\"Isolated\",\"invert\":false},");
-        puts_(&b, byte_level);
-        puts_(&b, "]}");
-    } else {
-        puts_(&b, ",\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":"
-                  "false,\"trim_offsets\":true,\"use_regex\":true}");
-    }
-    puts_(&b, ",\"post_processor\":");
-    puts_(&b, byte_level);
-    puts_(&b, ",\"decoder\":");
-    puts_(&b, byte_level);
-    puts_(&b, ",\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,"
-              "\"continuing_subword_prefix\":\"\",\"end_of_word_suffix\":\"\",\"fuse_unk\":false,"
-              "\"byte_fallback\":false,\"ignore_merges\":false,\"vocab\":");
-    put(&b, vocab, vocab_len);
-    puts_(&b, ",\"merges\":");
+    tok_text_puts(&b, ",");
+    tok_text_pre_style(&b, tok_pre_style_find(qwen2 ? "qwen2" : "gpt-2"));
+    tok_text_puts(&b, ",\"post_processor\":");
+    tok_text_byte_level(&b);
+    tok_text_puts(&b, ",");
+    tok_text_bpe_open(&b, false);
+    tok_text_put(&b, vocab, vocab_len);
+    tok_text_puts(&b, ",\"merges\":");
     if ((st = put_merges(&b, merges, merges_len))) goto done;
-    puts_(&b, "}}");
-    if (b.failed) {
-        st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory building the tokenizer");
-        goto done;
-    }
-    st = et_tokenizer_load_json(b.s, b.n, out);
+    tok_text_puts(&b, "}}");
+    if (!(st = tok_text_status(&b))) st = et_tokenizer_load_json(b.s, b.n, out);
 done:
     if (st) ember_fail_prefix(st, "%s (vocab.json + merges.txt)", dir);
     cJSON_Delete(cfg);

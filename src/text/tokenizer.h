@@ -15,8 +15,10 @@
 #include "ember.h"
 
 typedef struct et_tokenizer et_tokenizer;
+typedef struct gguf_file gguf_file; /* io/gguf.h */
 
-/* path: a tokenizer.json file, or a directory holding tokenizer.json. */
+/* path: a tokenizer.json file, a directory holding tokenizer.json, or a GGUF
+ * model file (its embedded tokenizer, et_tokenizer_load_gguf). */
 ember_status et_tokenizer_load(const char *path, et_tokenizer **out);
 /* json need not be NUL-terminated. */
 ember_status et_tokenizer_load_json(const char *json, size_t len, et_tokenizer **out);
@@ -26,6 +28,14 @@ void et_tokenizer_free(et_tokenizer *tok);
  * equivalent tokenizer.json (tok_vocab_merges.c). et_tokenizer_load falls
  * back to it for a directory without tokenizer.json. */
 ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out);
+/* A GGUF file's embedded tokenizer (tokenizer.ggml.*, a "gpt2" byte-level
+ * BPE) as the equivalent tokenizer.json (tok_gguf.c says how each key maps):
+ * *json is malloc'd and NUL-terminated. Pure, no I/O (fuzzed). Errors name
+ * the GGUF key: UNSUPPORTED for a tokenizer model or pre-tokenizer ember does
+ * not know, FORMAT for missing or inconsistent keys. */
+ember_status et_tokenizer_json_from_gguf(const gguf_file *f, char **json, size_t *len);
+/* That document, loaded. */
+ember_status et_tokenizer_load_gguf(const gguf_file *f, et_tokenizer **out);
 
 /* ids: malloc'd, caller frees (NULL when n_ids is 0 is allowed to be either).
  * add_special: what Hugging Face calls add_special_tokens (the post-processor). */

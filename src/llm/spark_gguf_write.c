@@ -1,0 +1,233 @@
+/* The spark2_5 GGUF writer for `ember quantize` (spark_gguf_write): every
+ * weight matrix in the format the quantization mix gives it, streamed; the
+ * metadata llama.cpp reads, the vocab (spark_gguf_vocab.c) and the chat
+ * template and sampling defaults (spark_gguf_text.c). */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "kernels/formats.h"
+#include "kernels/rows8.h"
+#include "llm/spark.h"
+#include "llm/spark_gguf.h"
+#include "llm/spark_gguf_names.h"
+
+#define ARCH SPARK_GGUF_ARCH
+
+/* A matrix to stream: up to three parts stacked by rows (Q, K, V). */
+typedef struct mat_src {
+    ek_matrix part[3];
+    int n_parts;
+    et_dtype to;
+} mat_src;
+
+static ember_status produce_matrix(void *ctx, gguf_sink *sink)
+{
+    const mat_src *s = ctx;
+    const ek_format *to = ek_format_of(s->to);
+    int64_t cols = s->part[0].cols;
+    size_t out_row = ek_row_bytes(s->to, cols);
+    float *row = malloc((size_t)cols * sizeof *row + 1);
+    void *out = malloc(out_row + 1);
+    /* a row of an interleaved matrix, back in the file's row layout */
+    char *plain = malloc((size_t)cols * sizeof(float) + 1);
+    ember_status st = EMBER_OK;
+    if (!row || !out || !plain)
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory converting a matrix");
+    for (int p = 0; p < s->n_parts && !st; p++) {
+        const ek_matrix *m = &s->part[p];
+        size_t in_row = ek_row_bytes(m->dtype, cols);
+        for (int64_t r = 0; r < m->rows && !st; r++) {
+            const char *src = (const char *)m->data + (size_t)r * in_row;
+            if (m->layout == EK_LAYOUT_ROWS8) {
+                ek_rows8_unpack_row(m, r, plain);
+                src = plain;
+            }
+            if (m->dtype == s->to) {
+                st = gguf_sink_write(sink, src, in_row); /* as is: no round trip */
+            } else {
+                ek_format_of(m->dtype)->to_f32(src, row, cols);
+                to->from_f32(row, out, cols);
+                st = gguf_sink_write(sink, out, out_row);
+            }
+        }
+    }
+    free(row);
+    free(out);
+    free(plain);
+    return st;
+}
+
+static ember_status put_metadata(gguf_writer *w, const ember_model *m, const quant_mix *mix)
+{
+    const spark_config *c = &m->cfg;
+    const gguf_file *src = ck_gguf(m->ck);
+    const char *name = NULL;
+    char base[256];
+    ember_status st;
+
+    if (src && gguf_find(src, "general.name") && gguf_get_str(src, "general.name", &name, NULL))
+        name = NULL;
+    if (!name) {
+        const char *p = ck_path(m->ck);
+        size_t n = strlen(p);
+        while (n > 1 && p[n - 1] == '/') n--;
+        size_t b = n;
+        while (b > 0 && p[b - 1] != '/') b--;
+        snprintf(base, sizeof base, "%.*s", (int)(n - b), p + b);
+        name = base;
+    }
+    uint8_t pattern[SPARK_MAX_LAYERS];
+    for (int32_t i = 0; i < c->n_layers; i++) pattern[i] = c->layer_type[i] == SPARK_SLIDING;
+    if ((st = gguf_set_str(w, "general.architecture", ARCH)) ||
+        (st = gguf_set_str(w, "general.name", name)) ||
+        (st = gguf_set_u32(w, "general.file_type", quant_mix_file_type(mix))) ||
+        (!et_dtype_is_float(quant_mix_base(mix)) && (st = gguf_set_u32(w, "general.quantization_version", 2))) ||
+        (st = gguf_set_u32(w, ARCH ".block_count", (uint32_t)c->n_layers)) ||
+        (st = gguf_set_u32(w, ARCH ".context_length", (uint32_t)c->max_positions)) ||
+        (st = gguf_set_u32(w, ARCH ".embedding_length", (uint32_t)c->hidden)) ||
+        (st = gguf_set_u32(w, ARCH ".feed_forward_length", (uint32_t)c->intermediate)) ||
+        (st = gguf_set_u32(w, ARCH ".vocab_size", (uint32_t)c->vocab)) ||
+        (st = gguf_set_u32(w, ARCH ".attention.head_count", (uint32_t)c->n_heads)) ||
+        (st = gguf_set_u32(w, ARCH ".attention.head_count_kv", (uint32_t)c->n_kv_heads)) ||
+        (st = gguf_set_u32(w, ARCH ".attention.key_length", (uint32_t)c->head_dim)) ||
+        (st = gguf_set_u32(w, ARCH ".attention.value_length", (uint32_t)c->head_dim)) ||
+        (st = gguf_set_f32(w, ARCH ".attention.layer_norm_rms_epsilon", c->rms_eps)) ||
+        (st = gguf_set_arr(w, ARCH ".attention.sliding_window_pattern", GGUF_TYPE_BOOL, pattern,
+                           (size_t)c->n_layers)) ||
+        (st = gguf_set_u32(w, ARCH ".rope.dimension_count", (uint32_t)c->rope[SPARK_FULL].rot_dims)) ||
+        (st = gguf_set_u32(w, ARCH ".rope.dimension_count_swa",
+                           (uint32_t)c->rope[SPARK_SLIDING].rot_dims)) ||
+        (st = gguf_set_f32(w, ARCH ".rope.freq_base", c->rope[SPARK_FULL].theta)) ||
+        (st = gguf_set_f32(w, ARCH ".rope.freq_base_swa", c->rope[SPARK_SLIDING].theta)))
+        return st;
+    if (c->sliding_window > 0 &&
+        (st = gguf_set_u32(w, ARCH ".attention.sliding_window", (uint32_t)c->sliding_window)))
+        return st;
+    if (c->gate == SPARK_GATE_SILU &&
+        (st = gguf_set_str(w, ARCH ".attention.gate_activation", "silu")))
+        return st;
+    bool synthesized = false;
+    if ((st = spark_gguf_vocab(w, m, &synthesized))) return st;
+    /* a template over invented token texts would only mislead */
+    if ((st = spark_gguf_text(w, m, !synthesized))) return st;
+    if (synthesized)
+        return gguf_set_str(w, "general.description",
+                            "written by ember: the source had no tokenizer.json, so the vocab is "
+                            "synthesized (256 byte-level tokens, the special ids, [PADn] "
+                            "fillers, no merges); token ids are right, token texts are not the "
+                            "model's");
+    if (src) {
+        const char *desc;
+        if (gguf_find(src, "general.description") &&
+            !gguf_get_str(src, "general.description", &desc, NULL))
+            return gguf_set_str(w, "general.description", desc);
+    }
+    return EMBER_OK;
+}
+
+static ember_status add_matrix(gguf_writer *w, mat_src *src, const char *name, et_dtype type,
+                               const ek_matrix *parts, int n)
+{
+    const ek_format *f = ek_format_of(type);
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        src->part[i] = parts[i];
+        rows += parts[i].rows;
+    }
+    src->n_parts = n;
+    src->to = type;
+    if (parts[0].cols % f->block)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "tensor '%s': %lld columns are not a multiple "
+                          "of the %s block (%d)", name, (long long)parts[0].cols, f->name,
+                          f->block);
+    return gguf_add_matrix(w, name, type, rows, parts[0].cols, NULL, produce_matrix, src);
+}
+
+static int64_t vec_len(const spark_config *c, len_dim d)
+{
+    switch (d) {
+    case L_HIDDEN: return c->hidden;
+    case L_QKV: return (int64_t)(c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+    case L_HEADS: return c->n_heads;
+    case L_INTER: return c->intermediate;
+    case L_NONE: break;
+    }
+    return 0;
+}
+
+static ember_status add_layer(gguf_writer *w, const ember_model *m, int32_t i, const quant_mix *mix,
+                              mat_src **next)
+{
+    const spark_layer *L = &m->layers[i];
+    char name[96];
+    ember_status st = EMBER_OK;
+    for (size_t k2 = 0; k2 < SPARK_GGUF_N_LAYER_NAMES && !st; k2++) {
+        const layer_name *ln = &spark_gguf_layer_names[k2];
+        const void *field = (const char *)L + ln->field;
+        snprintf(name, sizeof name, "blk.%d.%s", i, ln->gguf);
+        const int n = m->cfg.n_layers;
+        const bool tied = m->cfg.tie_embeddings;
+        if (ln->k == K_QKV) {
+            ek_matrix parts[3] = {L->wq, L->wk, L->wv};
+            et_dtype type = quant_mix_type(mix, ln->role, i, n, parts[0].cols, tied);
+            st = add_matrix(w, (*next)++, name, type, parts, 3);
+        } else if (ln->k == K_MAT) {
+            const ek_matrix *mat = field;
+            et_dtype type = quant_mix_type(mix, ln->role, i, n, mat->cols, tied);
+            if (mat->rows) st = add_matrix(w, (*next)++, name, type, mat, 1);
+        } else {
+            const float *v = *(const float *const *)field; /* QKV bias: bq, bk, bv are contiguous */
+            if (v) st = gguf_add_vector(w, name, ET_F32, vec_len(&m->cfg, ln->len), v, NULL, NULL);
+        }
+    }
+    return st;
+}
+
+size_t spark_gguf_tensor_count(const ember_model *m)
+{
+    size_t n = 2 + !m->cfg.tie_embeddings;
+    for (int32_t i = 0; i < m->cfg.n_layers; i++) {
+        const spark_layer *L = &m->layers[i];
+        for (size_t j = 0; j < SPARK_GGUF_N_LAYER_NAMES; j++) {
+            const void *field = (const char *)L + spark_gguf_layer_names[j].field;
+            if (spark_gguf_layer_names[j].k == K_QKV) n++;
+            else if (spark_gguf_layer_names[j].k == K_MAT) n += ((const ek_matrix *)field)->rows != 0;
+            else n += *(const float *const *)field != NULL;
+        }
+    }
+    return n;
+}
+
+ember_status spark_gguf_write(const ember_model *m, const char *path, const quant_mix *mix,
+                              int (*progress)(void *ctx, size_t done, size_t total), void *ctx)
+{
+    if (!m || !path || !mix) return ember_fail(EMBER_ERR_INVALID_ARG, "spark_gguf_write: NULL argument");
+    if (m->params.all_full_attention)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "spark_gguf_write: the model was loaded with "
+                          "all_full_attention (a benchmarking mode that changes it); load it "
+                          "plainly to write it");
+    const spark_config *c = &m->cfg;
+    gguf_writer *w = NULL;
+    /* one source per matrix: embedding, lm_head, 6 per layer */
+    mat_src *srcs = calloc(2 + 6 * (size_t)c->n_layers, sizeof *srcs), *next = srcs;
+    ember_status st = srcs ? gguf_writer_create(&w)
+                           : ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", path);
+    const bool tied = c->tie_embeddings;
+    if (!st) st = put_metadata(w, m, mix);
+    if (!st)
+        st = add_matrix(w, next++, "token_embd.weight",
+                        quant_mix_type(mix, QM_TOKEN_EMBD, 0, c->n_layers, m->embed.cols, tied), &m->embed, 1);
+    if (!st) st = gguf_add_vector(w, "output_norm.weight", ET_F32, c->hidden, m->final_norm, NULL, NULL);
+    if (!st && !tied)
+        st = add_matrix(w, next++, "output.weight",
+                        quant_mix_type(mix, QM_OUTPUT, 0, c->n_layers, m->lm_head.cols, tied), &m->lm_head, 1);
+    for (int32_t i = 0; i < c->n_layers && !st; i++) st = add_layer(w, m, i, mix, &next);
+    if (!st) st = gguf_write(w, path, progress, ctx);
+    if (st) ember_fail_prefix(st, "writing %s", path);
+    gguf_writer_free(w);
+    free(srcs);
+    return st;
+}
