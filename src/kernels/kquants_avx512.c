@@ -246,11 +246,19 @@ INLINE __m512i group_index(int c)
                             _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
 }
 
+/* Accumulator chains per token: a fused multiply-add waits ~4 cycles for its
+ * accumulator, so one chain would serialize the four per super-block; one
+ * token gets four chains, several tokens two each (their own independence
+ * fills the pipeline, and registers are needed for them). */
 INLINE void row_tokens(float *y, int64_t ys, et_dtype dt, const char *row, int64_t r, const kq_acts *a, int t0,
                        const int T)
 {
-    __m512 acc[KT], cor[KT];
-    for (int t = 0; t < T; t++) acc[t] = cor[t] = _mm512_setzero_ps();
+    const int NA = T == 1 ? 4 : 2;
+    __m512 acc[KT][4], cor[KT];
+    for (int t = 0; t < T; t++) {
+        cor[t] = _mm512_setzero_ps();
+        for (int k = 0; k < NA; k++) acc[t][k] = _mm512_setzero_ps();
+    }
     const int64_t nb = a->n / EK_QK_K, groups = a->n / 16;
     for (int64_t b = 0; b < nb; b++) {
         kq_unpacked u;
@@ -264,11 +272,16 @@ INLINE void row_tokens(float *y, int64_t ys, et_dtype dt, const char *row, int64
             for (int c = 0; c < 4; c++) {
                 __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.w[c],
                                                   _mm512_loadu_si512((const void *)(xq + 64 * c)));
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(group_index(c), s), acc[t]);
+                acc[t][c % NA] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(group_index(c), s),
+                                                 acc[t][c % NA]);
             }
         }
     }
-    for (int t = 0; t < T; t++) y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(acc[t]) - _mm512_reduce_add_ps(cor[t]);
+    for (int t = 0; t < T; t++) {
+        __m512 sum = acc[t][0];
+        for (int k = 1; k < NA; k++) sum = _mm512_add_ps(sum, acc[t][k]);
+        y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(sum) - _mm512_reduce_add_ps(cor[t]);
+    }
 }
 
 /* Constant token counts so that the accumulators stay in registers. */
