@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "kernels/convert.h"
+#include "kernels/kquants_simd.h"
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) TARGET
@@ -96,21 +97,15 @@ INLINE __m128i dup_bytes(__m128i v)
     return _mm_shuffle_epi8(v, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7));
 }
 
-static inline uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
+/* Four words of four bytes (kquants_simd.h) as 16 bytes. */
+INLINE __m128i words(const uint32_t k[4]) { return _mm_setr_epi32((int)k[0], (int)k[1], (int)k[2], (int)k[3]); }
 
 /* Q4_K/Q5_K's 12 scale bytes -> (sc0..7, m0..7) as 16 bytes. */
 INLINE __m128i k4_scales(const uint8_t *s)
 {
-    uint32_t w0 = rd32(s), w1 = rd32(s + 4), w2 = rd32(s + 8);
-    uint32_t sc_lo = w0 & 0x3f3f3f3fu, m_lo = w1 & 0x3f3f3f3fu;
-    uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
-    uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
-    return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+    uint32_t k[4];
+    ek_kq_scales_k4(s, k);
+    return words(k);
 }
 
 INLINE void unpack_q45(const uint8_t *scales, uint16_t d16, uint16_t dmin16, const uint8_t *qs, const uint8_t *qh,
@@ -175,12 +170,9 @@ INLINE void unpack_q23_lows(const uint8_t *qs, const uint8_t *hmask, kq_unpacked
 
 INLINE void unpack_q3_k(const ek_block_q3_k *b, kq_unpacked *u)
 {
-    uint32_t a0 = rd32(b->scales), a1 = rd32(b->scales + 4), t = rd32(b->scales + 8);
-    uint32_t s0 = (a0 & 0x0f0f0f0fu) | ((t & 0x03030303u) << 4);
-    uint32_t s1 = (a1 & 0x0f0f0f0fu) | (((t >> 2) & 0x03030303u) << 4);
-    uint32_t s2 = ((a0 >> 4) & 0x0f0f0f0fu) | (((t >> 4) & 0x03030303u) << 4);
-    uint32_t s3 = ((a1 >> 4) & 0x0f0f0f0fu) | (((t >> 6) & 0x03030303u) << 4);
-    __m128i sc = _mm_sub_epi8(_mm_setr_epi32((int)s0, (int)s1, (int)s2, (int)s3), _mm_set1_epi8(32));
+    uint32_t k[4];
+    ek_kq_scales_k3(b->scales, k);
+    __m128i sc = _mm_sub_epi8(words(k), _mm_set1_epi8(32));
     u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)), bytes_to_ps(sc, 1));
     u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(4.0f));
     unpack_q23_lows(b->qs, b->hmask, u);
@@ -197,10 +189,7 @@ INLINE void unpack_q2_k(const ek_block_q2_k *b, kq_unpacked *u)
 
 INLINE void unpack_iq4_xs(const ek_block_iq4_xs *b, kq_unpacked *u)
 {
-    uint8_t ls[8];
-    for (int j = 0; j < 8; j++)
-        ls[j] = (uint8_t)((((b->scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((b->scales_h >> (2 * j)) & 3) << 4)) - 32);
-    __m128i sc = _mm_loadl_epi64((const __m128i *)ls);
+    __m128i sc = _mm_sub_epi8(_mm_cvtsi64_si128((long long)ek_kq_scales_iq4_xs(b)), _mm_set1_epi8(32));
     u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)), bytes_to_ps(dup_bytes(sc), 1));
     u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(128.0f));
     /* the levels plus 128 as unsigned bytes, looked up by nibble */
@@ -217,25 +206,7 @@ INLINE void unpack_iq4_xs(const ek_block_iq4_xs *b, kq_unpacked *u)
     }
 }
 
-INLINE void unpack(et_dtype dt, const char *row, int64_t b, kq_unpacked *u)
-{
-    switch (dt) {
-    case ET_Q4_K: {
-        const ek_block_q4_k *k = (const ek_block_q4_k *)row + b;
-        unpack_q45(k->scales, k->d, k->dmin, k->qs, NULL, u);
-        break;
-    }
-    case ET_Q5_K: {
-        const ek_block_q5_k *k = (const ek_block_q5_k *)row + b;
-        unpack_q45(k->scales, k->d, k->dmin, k->qs, k->qh, u);
-        break;
-    }
-    case ET_Q6_K: unpack_q6_k((const ek_block_q6_k *)row + b, u); break;
-    case ET_Q3_K: unpack_q3_k((const ek_block_q3_k *)row + b, u); break;
-    case ET_Q2_K: unpack_q2_k((const ek_block_q2_k *)row + b, u); break;
-    default: unpack_iq4_xs((const ek_block_iq4_xs *)row + b, u); break;
-    }
-}
+EK_KQ_DEFINE_UNPACK(INLINE, kq_unpacked)
 
 /* ---- the engine -------------------------------------------------------------- */
 

@@ -1,0 +1,181 @@
+/* What the K-quant SIMD kernels (kquants_avx512.c, kquants_avx2.c,
+ * kquants_neon.c) share, so that each holds only its registers:
+ *  - the packed sub-block scales unpacked with 32-bit word arithmetic (four
+ *    scales per operation), which each kernel loads into its own vectors;
+ *    the bit layouts are described once, beside the scalar decoding in
+ *    kquants.c, and these give the same integers (test_kernels holds every
+ *    SIMD set to the scalar kernel);
+ *  - the dispatch from a type to the kernel's unpacker;
+ *  - for the AVX2 and NEON engines: the prepared activations, the row
+ *    functions per type and token count, and the gemm driver over them. */
+#ifndef EMBER_KERNELS_KQUANTS_SIMD_H
+#define EMBER_KERNELS_KQUANTS_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kquants.h"
+
+struct ek_matrix;
+
+/* ---- scales -------------------------------------------------------------- */
+
+static inline uint32_t ek_kq_rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Q4_K/Q5_K: the 12 scale bytes as four words of four bytes: scales 0-3,
+ * scales 4-7, offsets 0-3, offsets 4-7 (each 0..63). */
+static inline void ek_kq_scales_k4(const uint8_t *s, uint32_t out[4])
+{
+    uint32_t w0 = ek_kq_rd32(s), w1 = ek_kq_rd32(s + 4), w2 = ek_kq_rd32(s + 8);
+    out[0] = w0 & 0x3f3f3f3fu;
+    out[1] = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
+    out[2] = w1 & 0x3f3f3f3fu;
+    out[3] = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
+}
+
+/* Q3_K: the sixteen 6-bit scales, still biased by 32 (0..63), as four words
+ * of four bytes in sub-block order. */
+static inline void ek_kq_scales_k3(const uint8_t *s, uint32_t out[4])
+{
+    uint32_t a0 = ek_kq_rd32(s), a1 = ek_kq_rd32(s + 4), t = ek_kq_rd32(s + 8);
+    out[0] = (a0 & 0x0f0f0f0fu) | ((t & 0x03030303u) << 4);
+    out[1] = (a1 & 0x0f0f0f0fu) | (((t >> 2) & 0x03030303u) << 4);
+    out[2] = ((a0 >> 4) & 0x0f0f0f0fu) | (((t >> 4) & 0x03030303u) << 4);
+    out[3] = ((a1 >> 4) & 0x0f0f0f0fu) | (((t >> 6) & 0x03030303u) << 4);
+}
+
+/* IQ4_XS: the eight 6-bit scales of the sub-blocks of 32, still biased by
+ * 32 (0..63), as the eight bytes of a word: the low nibbles' word spread a
+ * nibble to a byte, the high bits' a bit pair to a byte, by halving steps. */
+static inline uint64_t ek_kq_scales_iq4_xs(const ek_block_iq4_xs *b)
+{
+    uint64_t lo = ek_kq_rd32(b->scales_l), hi = b->scales_h;
+    lo = (lo | lo << 16) & 0x0000ffff0000ffffull;
+    lo = (lo | lo << 8) & 0x00ff00ff00ff00ffull;
+    lo = (lo | lo << 4) & 0x0f0f0f0f0f0f0f0full;
+    hi = (hi | hi << 24) & 0x000000ff000000ffull;
+    hi = (hi | hi << 12) & 0x000f000f000f000full;
+    hi = (hi | hi << 6) & 0x0303030303030303ull;
+    return lo | hi << 4;
+}
+
+/* ---- the unpacker dispatch ---------------------------------------------- */
+
+/* Defines `unpack(dt, row, b, u)` for super-block b of a row over the
+ * kernel's own unpackers, which take (U is its unpacked type):
+ *   unpack_q45(scales, d, dmin, qs, qh or NULL for Q4_K, U *)
+ *   unpack_q6_k, unpack_q3_k, unpack_q2_k, unpack_iq4_xs(const block *, U *)
+ * ATTRS: the kernel's storage class and target attributes. */
+#define EK_KQ_DEFINE_UNPACK(ATTRS, U)                                                                          \
+    ATTRS void unpack(const et_dtype dt, const char *row, int64_t b, U *u)                                    \
+    {                                                                                                          \
+        switch (dt) {                                                                                          \
+        case ET_Q4_K: {                                                                                        \
+            const ek_block_q4_k *k = (const ek_block_q4_k *)row + b;                                           \
+            unpack_q45(k->scales, k->d, k->dmin, k->qs, NULL, u);                                              \
+            break;                                                                                             \
+        }                                                                                                      \
+        case ET_Q5_K: {                                                                                        \
+            const ek_block_q5_k *k = (const ek_block_q5_k *)row + b;                                           \
+            unpack_q45(k->scales, k->d, k->dmin, k->qs, k->qh, u);                                             \
+            break;                                                                                             \
+        }                                                                                                      \
+        case ET_Q6_K: unpack_q6_k((const ek_block_q6_k *)row + b, u); break;                                   \
+        case ET_Q3_K: unpack_q3_k((const ek_block_q3_k *)row + b, u); break;                                   \
+        case ET_Q2_K: unpack_q2_k((const ek_block_q2_k *)row + b, u); break;                                   \
+        default: unpack_iq4_xs((const ek_block_iq4_xs *)row + b, u); break;                                    \
+        }                                                                                                      \
+    }
+
+/* ---- prepared activations ------------------------------------------------ *
+ * What the AVX2 and NEON engines need of the Q8_0 activations besides their
+ * bytes, which they read in place (a Q8_0 block is one 256-bit or two
+ * 128-bit vectors): per token the fp32 scale of every block of 32, and per
+ * group of 16 that scale times the group's sum. Through the latter the
+ * per-16 corrections of a super-block (minimums, offsets that make weights
+ * unsigned) meet the activations in a few vector multiply-adds instead of
+ * an integer dot each. Made once per gemm call, used by every row. */
+typedef struct ek_kq_acts {
+    float *dx;   /* [t * (n / 32) + block] */
+    float *ds16; /* [t * (n / 16) + group] */
+    int64_t n;   /* columns */
+    float *heap; /* allocated when the caller's buffer was too small, else NULL */
+} ek_kq_acts;
+
+/* Floats for n_tokens x n: 3 per 32 columns. The driver keeps
+ * EK_KQ_ACTS_STACK of them on its stack, so decode and small batches
+ * (n_tokens * n <= 32768: 1 token of 16384 columns, 4 of 8192) allocate
+ * nothing; prefill, whose arithmetic dwarfs a malloc, takes the heap. */
+#define EK_KQ_ACTS_FLOATS(n_tokens, n) ((size_t)(n_tokens) * (size_t)((n) / 32) * 3)
+enum { EK_KQ_ACTS_STACK = 3072 };
+
+/* From n_tokens Q8_0 rows x_stride bytes apart, n a multiple of 32. Uses
+ * buf when it holds EK_KQ_ACTS_FLOATS, else allocates. Nonzero when out of
+ * memory (then nothing is left to free). */
+int ek_kq_acts_make(ek_kq_acts *a, float *buf, size_t buf_floats, const void *x, size_t x_stride, int n_tokens,
+                    int64_t n);
+void ek_kq_acts_free(ek_kq_acts *a);
+
+/* ---- row functions and the driver ---------------------------------------- */
+
+/* Tokens per pass over a row: each super-block is unpacked once for up to
+ * EK_KQ_KT tokens (AVX2 has 16 vector registers: its weights and four
+ * tokens' accumulators fill them). */
+enum { EK_KQ_KT = 4 };
+
+/* y[t * ys + r] for tokens t0..t0+T-1 of row r (its bytes at `row`). */
+typedef void (*ek_kq_row_fn)(float *y, int64_t ys, const char *row, int64_t r, const ek_kq_acts *a, const char *x,
+                             size_t xs, int t0);
+
+/* The gemm over a kernel's row functions for w's type (rows[T] for T in
+ * 1..EK_KQ_KT): rows outer, tokens inner, so a row's super-blocks are
+ * unpacked once per EK_KQ_KT tokens while the row sits in L1. rows NULL
+ * (IQ4_NL's 32-value blocks), or no memory for the activations: the scalar
+ * kernel. */
+void ek_kq_gemm_rows(const ek_kq_row_fn *rows, float *y, int64_t ys, const struct ek_matrix *w, int64_t r0,
+                     int64_t r1, const void *x, size_t xs, int n_tokens);
+
+/* Defines static `NAME(dt)`: the row functions for type dt (NULL for a type
+ * the engine lacks), one per type and token count so that the type's
+ * unpacker is inlined and the accumulators stay in registers.
+ * ENGINE(y, ys, dt, row, r, a, x, xs, t0, T) is the kernel's always-inline
+ * engine, ATTR its target attributes. */
+#define EK_KQ_ROW_FN(NAME, ATTR, ENGINE, DT, T)                                                                \
+    static ATTR void NAME(float *y, int64_t ys, const char *row, int64_t r, const ek_kq_acts *a, const char *x,  \
+                          size_t xs, int t0)                                                                   \
+    {                                                                                                          \
+        ENGINE(y, ys, DT, row, r, a, x, xs, t0, T);                                                            \
+    }
+#define EK_KQ_ROWS_OF(P, ATTR, ENGINE, DT)                                                                     \
+    EK_KQ_ROW_FN(P##_1, ATTR, ENGINE, DT, 1)                                                                   \
+    EK_KQ_ROW_FN(P##_2, ATTR, ENGINE, DT, 2)                                                                   \
+    EK_KQ_ROW_FN(P##_3, ATTR, ENGINE, DT, 3)                                                                   \
+    EK_KQ_ROW_FN(P##_4, ATTR, ENGINE, DT, 4)                                                                   \
+    static const ek_kq_row_fn P[EK_KQ_KT + 1] = {NULL, P##_1, P##_2, P##_3, P##_4};
+#define EK_KQ_DEFINE_ROWS(NAME, ATTR, ENGINE)                                                                  \
+    EK_KQ_ROWS_OF(NAME##_q2_k, ATTR, ENGINE, ET_Q2_K)                                                          \
+    EK_KQ_ROWS_OF(NAME##_q3_k, ATTR, ENGINE, ET_Q3_K)                                                          \
+    EK_KQ_ROWS_OF(NAME##_q4_k, ATTR, ENGINE, ET_Q4_K)                                                          \
+    EK_KQ_ROWS_OF(NAME##_q5_k, ATTR, ENGINE, ET_Q5_K)                                                          \
+    EK_KQ_ROWS_OF(NAME##_q6_k, ATTR, ENGINE, ET_Q6_K)                                                          \
+    EK_KQ_ROWS_OF(NAME##_iq4_xs, ATTR, ENGINE, ET_IQ4_XS)                                                      \
+    static const ek_kq_row_fn *NAME(et_dtype dt)                                                               \
+    {                                                                                                          \
+        switch (dt) {                                                                                          \
+        case ET_Q2_K: return NAME##_q2_k;                                                                      \
+        case ET_Q3_K: return NAME##_q3_k;                                                                      \
+        case ET_Q4_K: return NAME##_q4_k;                                                                      \
+        case ET_Q5_K: return NAME##_q5_k;                                                                      \
+        case ET_Q6_K: return NAME##_q6_k;                                                                      \
+        case ET_IQ4_XS: return NAME##_iq4_xs;                                                                  \
+        default: return NULL;                                                                                  \
+        }                                                                                                      \
+    }
+
+#endif
