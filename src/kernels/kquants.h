@@ -129,6 +129,11 @@ void ek_gemm_kquant_scalar(float *y, int64_t y_stride, const struct ek_matrix *w
 void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
 
+/* The AVX2 twin (kquants_avx2.c: vpmaddubsw, no VNNI): only for CPUs the
+ * avx2 set runs on. */
+void ek_gemm_kquant_avx2(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
+                         const void *x, size_t x_stride, int n_tokens);
+
 /* Designated initializers for a kernel set's gemm table: one kernel for
  * every K-quant and IQ4 format. */
 #define EK_GEMM_KQUANTS(fn) \

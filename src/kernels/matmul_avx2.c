@@ -275,7 +275,7 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_avx2, attn_accum_avx2, dot_f32_avx2, axpy_f32_
 static const ek_kernel_set avx2_set = {
     "avx2",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
-     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_scalar)},
+     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_avx2)},
     quantize_q8_0,
     dot_f32_avx2,
     axpy_f32_avx2,
