@@ -146,19 +146,24 @@ build-fuzz/%: fuzz/%.c build-fuzz/libember.a
 # ARM NEON kernels: the kernel unit test cross-built with Debian's aarch64
 # compiler and run under qemu-user, once on qemu's default CPU (with dotprod)
 # and once as a Cortex-A53 (without), so both paths of the neon set run. The
-# test needs only src/kernels, src/base and src/io/tensor.c (no cJSON).
+# test needs only src/kernels, src/base and src/io/tensor.c (no cJSON);
+# test_kquants (the K-quant decoders and quantizers, as AArch64 builds them)
+# adds the GGUF reader.
 CROSS_CC  ?= aarch64-linux-gnu-gcc
 QEMU_A64  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
 NEON_SRC  := $(sort $(wildcard src/kernels/*.c)) src/base/pool.c src/base/status.c \
-             src/io/tensor.c tests/unit/check.c tests/unit/test_kernels.c
-NEON_HDR  := $(wildcard include/*.h src/kernels/*.h src/base/*.h src/io/tensor.h tests/unit/check.h)
-build/neon/test_kernels: $(NEON_SRC) $(NEON_HDR)
+             src/io/tensor.c tests/unit/check.c
+NEON_HDR  := $(wildcard include/*.h src/kernels/*.h src/base/*.h src/io/tensor.h src/io/gguf.h tests/unit/check.h)
+build/neon/test_kernels: $(NEON_SRC) tests/unit/test_kernels.c $(NEON_HDR)
+build/neon/test_kquants: $(NEON_SRC) src/io/gguf.c tests/unit/test_kquants.c $(NEON_HDR)
+build/neon/test_%:
 	@mkdir -p build/neon
 	$(CROSS_CC) -O2 -g -std=c11 -D_GNU_SOURCE -fno-math-errno $(WARN) -Iinclude -Isrc -o $@ \
-	    $(NEON_SRC) -lm -lpthread
-neon-test: build/neon/test_kernels
+	    $(filter %.c,$^) -lm -lpthread
+neon-test: build/neon/test_kernels build/neon/test_kquants
 	$(QEMU_A64) build/neon/test_kernels
 	QEMU_CPU=cortex-a53 $(QEMU_A64) build/neon/test_kernels
+	$(QEMU_A64) build/neon/test_kquants
 
 test:
 	tests/run_all.sh

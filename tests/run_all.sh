@@ -49,11 +49,12 @@ for t in build/tests/test_*; do [ -x "$t" ] && run_cases "$(basename "$t")" "$t"
 echo "== NEON kernels (aarch64 cross build, under qemu-user)"
 # qemu's default CPU has dotprod; a Cortex-A53 has not: both neon paths run.
 if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
-  if make -j"$JOBS" build/neon/test_kernels >/tmp/ember-build-neon.log 2>&1; then
+  if make -j"$JOBS" build/neon/test_kernels build/neon/test_kquants >/tmp/ember-build-neon.log 2>&1; then
     record build-neon 0
     run_cases "neon:test_kernels" qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kernels
     run_cases "neon-a53:test_kernels" env QEMU_CPU=cortex-a53 \
       qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kernels
+    run_cases "neon:test_kquants" qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kquants
   else cat /tmp/ember-build-neon.log; record build-neon 1; fi
 else
   echo "SKIP neon kernels: aarch64-linux-gnu-gcc or qemu-aarch64 missing (scripts/setup.sh installs them)"

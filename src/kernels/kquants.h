@@ -134,6 +134,13 @@ void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w
 void ek_gemm_kquant_avx2(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                          const void *x, size_t x_stride, int n_tokens);
 
+/* The NEON twins (kquants_neon.c) for the two neon sets: sdot (only for
+ * CPUs with the dotprod extension) and widening multiplies (any AArch64). */
+void ek_gemm_kquant_neon_sdot(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
+                              const void *x, size_t x_stride, int n_tokens);
+void ek_gemm_kquant_neon_mull(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
+                              const void *x, size_t x_stride, int n_tokens);
+
 /* Designated initializers for a kernel set's gemm table: one kernel for
  * every K-quant and IQ4 format. */
 #define EK_GEMM_KQUANTS(fn) \

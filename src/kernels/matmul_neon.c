@@ -3,7 +3,8 @@
  * int32 lanes) when the CPU has it (ek_cpu.dotprod, from the auxiliary
  * vector) and widening multiplies (smull + sadalp) otherwise; the two are
  * separate sets under the one name "neon", picked at run time, so one
- * binary runs on a Cortex-A53 and uses sdot on an A76.
+ * binary runs on a Cortex-A53 and uses sdot on an A76. The K-quants have
+ * the same two variants in kquants_neon.c.
  *
  * Semantics are those of matmul_generic.c; only the order of the fp32
  * additions differs (the integer block dots are exact). Unlike x86's
@@ -230,11 +231,11 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
 
 /* The two neon sets differ only in their integer dot products: sdot where
  * the CPU has the dotprod extension, widening multiplies elsewhere. */
-#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0)                                                   \
+#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0, GEMM_KQUANT)                                     \
     static const ek_kernel_set NAME = {                                                        \
         "neon",                                                                                \
         {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                       \
-         [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_scalar)},                                        \
+         [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0, EK_GEMM_KQUANTS(GEMM_KQUANT)},            \
         quantize_q8_0,                                                                         \
         dot_f32_neon,                                                                          \
         axpy_f32_neon,                                                                         \
@@ -247,8 +248,8 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
         NULL,                                                                                  \
         {0}, /* no interleaved-layout gemms: weights keep the row layout */                    \
     };
-NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot)
-NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull)
+NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot, ek_gemm_kquant_neon_sdot)
+NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull, ek_gemm_kquant_neon_mull)
 
 const ek_kernel_set *ek_kernels_neon(void)
 {
