@@ -107,8 +107,10 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     n_prose = 0
     with open(os.path.join(args.out, "prose.jsonl"), "w", encoding="utf-8") as f:
-        docs = stories(args.seed, args.prose_docs) + drills(args.seed, args.drills)
-        random.Random(f"mix-{args.seed}").shuffle(docs)
+        docs = stories(args.seed, args.prose_docs)
+        if args.drills:  # without drills the file stays as the tokenizer was trained on, byte for byte
+            docs += drills(args.seed, args.drills)
+            random.Random(f"mix-{args.seed}").shuffle(docs)
         for s in docs:
             f.write(json.dumps(s, ensure_ascii=False) + "\n")
             n_prose += len(s)
