@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 int check_failures_in_case;
 static int cases_passed, cases_failed;
@@ -39,3 +40,5 @@ int check_summary(void)
 {
     return cases_failed ? 1 : 0;
 }
+
+int check_error_has(const char *needle) { return strstr(ember_last_error(), needle) != NULL; }

@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include "ember.h"
+
 extern int check_failures_in_case;
 void check_report(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -30,5 +32,17 @@ int check_summary(void);
     } while (0)
 
 #define RUN(fn) check_run(#fn, fn)
+
+/* ember_last_error() contains `needle`. */
+int check_error_has(const char *needle);
+
+/* A failing call: its status is `want` and its message contains `substr`. */
+#define EXPECT_FAIL(expr, want, substr)                                                          \
+    do {                                                                                         \
+        ember_status s_ = (expr);                                                                \
+        CHECK_MSG(s_ == (want), "%s: got '%s', want '%s' (message: %s)", #expr,                  \
+                  ember_status_name(s_), ember_status_name(want), ember_last_error());           \
+        CHECK_MSG(check_error_has(substr), "message '%s' lacks '%s'", ember_last_error(), (substr)); \
+    } while (0)
 
 #endif

@@ -18,16 +18,6 @@
 #include "io/gguf.h"
 #include "kernels/formats.h"
 
-static int has(const char *s) { return strstr(ember_last_error(), s) != NULL; }
-
-#define EXPECT_FAIL(expr, want, substr)                                                  \
-    do {                                                                                 \
-        ember_status s_ = (expr);                                                        \
-        CHECK_MSG(s_ == (want), "%s: got '%s', want '%s' (message: %s)", #expr,          \
-                  ember_status_name(s_), ember_status_name(want), ember_last_error());   \
-        CHECK_MSG(has(substr), "message '%s' lacks '%s'", ember_last_error(), (substr)); \
-    } while (0)
-
 static char tmpdir[256];
 
 static const char *tmp_path(const char *name)
@@ -196,10 +186,10 @@ static void test_truncated_everywhere(void)
     for (size_t cut = 0; cut < r.b.len; cut++) {
         ember_clear_error();
         ember_status st = parse(&r.b, cut);
-        if (st != EMBER_ERR_FORMAT || !has("t.gguf")) {
+        if (st != EMBER_ERR_FORMAT || !check_error_has("t.gguf")) {
             if (bad++ < 3) CHECK_MSG(0, "cut at %zu: %s: %s", cut, ember_status_name(st), ember_last_error());
         }
-        said_truncated += has("truncated") || has("more than");
+        said_truncated += check_error_has("truncated") || check_error_has("more than");
     }
     CHECK_MSG(said_truncated >= (int)r.b.len - 4, "only %d of %zu cuts said 'truncated'",
               said_truncated, r.b.len);

@@ -24,16 +24,6 @@
 #include "llm/spark_config.h"
 #include "llm/spark_gguf.h"
 
-static int has(const char *s) { return strstr(ember_last_error(), s) != NULL; }
-
-#define EXPECT_FAIL(expr, want, substr)                                                  \
-    do {                                                                                 \
-        ember_status s_ = (expr);                                                        \
-        CHECK_MSG(s_ == (want), "%s: got '%s', want '%s' (message: %s)", #expr,          \
-                  ember_status_name(s_), ember_status_name(want), ember_last_error());   \
-        CHECK_MSG(has(substr), "message '%s' lacks '%s'", ember_last_error(), (substr)); \
-    } while (0)
-
 static char tmpdir[256];
 
 static const char *tmp_path(const char *name)
@@ -656,7 +646,7 @@ static void test_broken_files(void)
         ember_model *m = (ember_model *)1;
         REQUIRE(small_spark(path, ET_F32, &cases[i].e) == EMBER_OK);
         ember_status st = ember_model_load(path, NULL, &m);
-        CHECK_MSG(st == cases[i].want && has(cases[i].msg) && has("broken.gguf") && m == NULL,
+        CHECK_MSG(st == cases[i].want && check_error_has(cases[i].msg) && check_error_has("broken.gguf") && m == NULL,
                   "case %zu: got '%s': %s (want '%s')", i, ember_status_name(st),
                   ember_last_error(), cases[i].msg);
         if (st == EMBER_OK) ember_model_free(m);

@@ -130,20 +130,6 @@ static void rm_tree(const char *path)
     rmdir(path);
 }
 
-static int has(const char *substr)
-{
-    return strstr(ember_last_error(), substr) != NULL;
-}
-
-/* Checks a failing call's status and a distinctive part of its message. */
-#define EXPECT_FAIL(expr, want, substr)                                                  \
-    do {                                                                                 \
-        ember_status s_ = (expr);                                                        \
-        CHECK_MSG(s_ == (want), "%s: got '%s', want '%s' (message: %s)", #expr,          \
-                  ember_status_name(s_), ember_status_name(want), ember_last_error());   \
-        CHECK_MSG(has(substr), "message '%s' lacks '%s'", ember_last_error(), (substr)); \
-    } while (0)
-
 /* st_parse on a padded header + `data_len` zero bytes. On failure the outputs
  * must be empty. */
 static ember_status parse_hdr(const char *header, size_t data_len)
@@ -520,7 +506,7 @@ static void test_truncated_file(void)
                     "tensor 'w': data_offsets [0, 64] run past the end of the data (10 bytes; "
                     "file truncated?)");
         CHECK(f == NULL);
-        CHECK(has(path));
+        CHECK(check_error_has(path));
     } else {
         CHECK_MSG(0, "could not write %s", path);
     }
@@ -553,7 +539,7 @@ static void test_path_is_directory(void)
     st_file *f = NULL;
     REQUIRE(make_tmpdir(dir, sizeof dir));
     EXPECT_FAIL(st_open(dir, &f), EMBER_ERR_IO, "is a directory");
-    CHECK(has(dir));
+    CHECK(check_error_has(dir));
     CHECK(f == NULL);
     rm_tree(dir);
 }
@@ -669,7 +655,7 @@ static void test_ck_missing_config(void)
     REQUIRE(make_tmpdir(dir, sizeof dir));
     if (write_st_in(dir, "model.safetensors", HDR_AB, zeros, 12)) {
         EXPECT_FAIL(ck_open(dir, &ck), EMBER_ERR_IO, "/config.json: cannot open: No such file");
-        CHECK(has(dir));
+        CHECK(check_error_has(dir));
         CHECK(ck == NULL);
     }
     rm_tree(dir);
@@ -699,7 +685,7 @@ static void test_ck_no_weights(void)
     if (write_text_in(dir, "config.json", CONFIG)) {
         EXPECT_FAIL(ck_open(dir, &ck), EMBER_ERR_IO,
                     "neither model.safetensors nor model.safetensors.index.json was found");
-        CHECK(has(dir));
+        CHECK(check_error_has(dir));
         CHECK(ck == NULL);
     }
     rm_tree(dir);
@@ -787,7 +773,7 @@ static void test_ck_index_missing_shard(void)
         EXPECT_FAIL(ck_open(dir, &ck), EMBER_ERR_IO,
                     "model.safetensors.index.json: \"weight_map\" names shard "
                     "'model-00003-of-00003.safetensors'");
-        CHECK(has("No such file"));
+        CHECK(check_error_has("No such file"));
         CHECK(ck == NULL);
     }
     rm_tree(dir);
@@ -832,7 +818,7 @@ static void test_ck_shard_tensor_missing_from_index(void)
         EXPECT_FAIL(ck_open(dir, &ck), EMBER_ERR_FORMAT,
                     "tensor 'd' in shard 'model-00002-of-00002.safetensors' is missing from "
                     "\"weight_map\"");
-        CHECK(has("model.safetensors.index.json"));
+        CHECK(check_error_has("model.safetensors.index.json"));
         CHECK(ck == NULL);
     }
     rm_tree(dir);

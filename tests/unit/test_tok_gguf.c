@@ -41,16 +41,6 @@ static const char *tiny(void)
     return d && *d ? d : "models/tiny";
 }
 
-static int has(const char *needle) { return strstr(ember_last_error(), needle) != NULL; }
-
-#define EXPECT_FAIL(expr, want, substr)                                                  \
-    do {                                                                                 \
-        ember_status s_ = (expr);                                                        \
-        CHECK_MSG(s_ == (want), "%s: got '%s', want '%s' (message: %s)", #expr,          \
-                  ember_status_name(s_), ember_status_name(want), ember_last_error());   \
-        CHECK_MSG(has(substr), "message '%s' lacks '%s'", ember_last_error(), (substr)); \
-    } while (0)
-
 static char *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -256,7 +246,7 @@ static void expect_broken(const spec *s, ember_status status, const char *needle
 {
     ember_status st;
     et_tokenizer *t = load_spec(s, &st);
-    if (t || st != status || !has(needle))
+    if (t || st != status || !check_error_has(needle))
         check_report(__FILE__, line, "want %s '%s', got %s: %s", ember_status_name(status), needle,
                      ember_status_name(st), ember_last_error());
     et_tokenizer_free(t);
