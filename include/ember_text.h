@@ -129,6 +129,9 @@ typedef struct ember_tool_call {
 typedef int (*ember_text_fn)(void *user, ember_text_kind kind, const char *text, size_t len);
 /* One complete tool call; pointers valid during the call only. Non-zero cancels. */
 typedef int (*ember_tool_call_fn)(void *user, const ember_tool_call *call);
+/* One sampled token id (a final stop id included), before its text events.
+ * Non-zero cancels. */
+typedef int (*ember_token_fn)(void *user, int32_t id);
 
 typedef struct ember_logit_bias {
     int32_t id;
@@ -168,7 +171,11 @@ typedef struct ember_generate_params {
     ember_text_fn on_text;
     ember_tool_call_fn on_tool_call;
     void *user;
-    ember_stats *stats;       /* step statistics (ember_stats.h); NULL: off */
+    /* step statistics (ember_stats.h); NULL: off. Per sampled token: the
+     * series token, sampler, detokenize and decode_step (the forward step,
+     * added when absent), prefill once. */
+    ember_stats *stats;
+    ember_token_fn on_token;  /* each sampled id (NULL: not wanted); gets user */
 } ember_generate_params;
 
 /* The neutral settings above. */
@@ -221,7 +228,11 @@ void ember_session_cancel(ember_session *session);
 
 /* Messages, the chat template and a session that keeps its cache across
  * turns: each reply renders the whole conversation and runs only the tokens
- * past what the session holds (it starts over when the rendering diverges).
+ * past what the session holds. When the rendering diverges inside the last
+ * reply (templates drop old reasoning, re-serialise tool calls), the session
+ * goes back to the end of the previous prompt, for which it keeps a copy of
+ * the sliding layers' windows (window-1 positions per sliding layer, in the
+ * KV format); a divergence earlier than that starts over.
  * The model, tokenizer and template must outlive it. One thread at a time. */
 typedef struct ember_conversation ember_conversation;
 

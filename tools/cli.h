@@ -1,14 +1,13 @@
 /* The `ember` command line: one subcommand per file, dispatched by ember.c.
  * cli_public.h is the part over the public API; this header adds what the
- * commands that still use internals (bench, parity, serve, tts, chat,
- * generate's textgen loop) take from src/. */
+ * commands that still use internals (bench, parity, serve, the speech
+ * commands) take from src/. */
 #ifndef EMBER_TOOLS_CLI_H
 #define EMBER_TOOLS_CLI_H
 
 #include "base/stats.h"
 #include "cli_public.h"
 #include "edge/profile.h"
-#include "text/textgen.h"
 
 /* The same for a Qwen3-TTS directory: the talker and predictor's format
  * goes to *weight_type unless it is set (an explicit --dtype). Returns 1
@@ -17,12 +16,5 @@
  * (off, or a directory the profile cannot read), -1 with a message. */
 int cli_apply_tts_profile(const char *dir, cli_profile mode, const char *cmd, ember_type *weight_type,
                           edge_profile *out);
-
-/* The sampling options (cli_public.h) as textgen params
- * (cli_sampling_textgen.c), for the commands still on textgen: the
- * model's defaults (model_dir NULL: greedy), then what the command line
- * set. p keeps pointers into s (and the logit biases in a copy of this
- * file's: call it once). */
-ember_status cli_sampling_params(const cli_sampling *s, const char *model_dir, et_textgen_params *p);
 
 #endif

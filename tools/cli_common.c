@@ -1,8 +1,10 @@
 /* Options every model-running command takes: weight format, threads,
  * kernel set, GELU form, prefill chunk, KV cache format. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli_public.h"
 
@@ -74,4 +76,40 @@ int cli_common_option(int c, const char *arg, const char *cmd, ember_model_param
         return -1;
     }
     return 1;
+}
+
+int cli_is_model(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0;
+    if (S_ISDIR(sb.st_mode)) return 1;
+    char magic[4];
+    FILE *f = fopen(path, "rb");
+    int gguf = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+    if (f) fclose(f);
+    return gguf;
+}
+
+char *cli_read_text(const char *path, const char *cmd)
+{
+    errno = 0;
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    size_t cap = 4096, n = 0;
+    char *buf = f ? malloc(cap) : NULL;
+    while (buf) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1) break;
+        char *grown = realloc(buf, cap * 2);
+        if (!grown) free(buf);
+        buf = grown;
+        cap *= 2;
+    }
+    if (buf && f && ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
+    if (!buf) fprintf(stderr, "ember %s: cannot read %s%s%s\n", cmd, path, errno ? ": " : "", errno ? strerror(errno) : "");
+    else buf[n] = '\0';
+    if (f && f != stdin) fclose(f);
+    return buf;
 }

@@ -144,6 +144,14 @@ void cli_rss_peak(cli_rss *peak); /* raises *peak to what is resident now */
  * summing their part of a `bytes` buffer (the decode roofline). */
 double cli_read_bandwidth_gbs(size_t bytes, int n_threads);
 
+/* 1 when path is a model directory or a GGUF file (its magic): both carry
+ * the tokenizer, the end-of-turn ids and the sampling defaults. */
+int cli_is_model(const char *path);
+
+/* The whole of a text file ("-": stdin), NUL-terminated (free); NULL on
+ * failure, with "ember CMD: cannot read PATH" printed. */
+char *cli_read_text(const char *path, const char *cmd);
+
 /* Parses "1,2,3" into a malloc'd array; returns 0 on success. */
 int cli_parse_ids(const char *text, int32_t **ids, size_t *n);
 

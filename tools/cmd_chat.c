@@ -1,8 +1,7 @@
 /* `ember chat`: an interactive conversation rendered with the model's own
- * chat template. Each turn re-renders the whole conversation (as a server
- * would) and prefills only the tokens past what the session already holds;
- * when the rendering diverges from the cached tokens (a template that drops
- * old reasoning, a re-tokenized reply) the session starts over.
+ * chat template, over the public API's ember_conversation: each turn
+ * re-renders the whole conversation (as a server would) and runs only the
+ * tokens past what the session already holds.
  *
  * Replies stream to stdout; reasoning (<think>) goes to stderr; tool calls
  * print as one JSON line each, and the chat then asks for each result
@@ -12,19 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
-#include "cli.h"
+#include "cli_public.h"
 #include "ember.h"
-#include "io/json_text.h"
-#include "io/read_file.h"
-#include "text/chat.h"
-#include "text/textgen.h"
-#include "text/tokenizer.h"
+#include "ember_text.h"
 
 static void usage(FILE *f)
 {
@@ -39,136 +32,82 @@ static void usage(FILE *f)
             cli_sampling_usage, cli_common_usage);
 }
 
-/* What one reply collected: its text, reasoning and calls, for the history. */
-typedef struct reply {
-    char *content, *reasoning;
-    size_t n_content, n_reasoning;
-    cJSON *calls; /* OpenAI tool_calls array */
+/* The calls of one reply, in order, to ask for their results. */
+typedef struct calls {
+    char **id, **name;
+    size_t n, cap;
     int failed;
-} reply;
+} calls;
 
-static int on_event(void *user, const et_toolcall_event *e)
+static void calls_clear(calls *k)
 {
-    reply *r = user;
-    if (e->kind == ET_TOOLCALL_CONTENT) {
-        fwrite(e->text, 1, e->len, stdout);
-        fflush(stdout);
-        if (et_toolcall_text_append(&r->content, &r->n_content, e->text, e->len)) r->failed = 1;
-    } else if (e->kind == ET_TOOLCALL_REASONING) {
-        fwrite(e->text, 1, e->len, stderr);
-        if (et_toolcall_text_append(&r->reasoning, &r->n_reasoning, e->text, e->len)) r->failed = 1;
-    } else {
-        cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-        cJSON_AddStringToObject(call, "id", e->id);
-        cJSON_AddStringToObject(call, "type", "function");
-        cJSON_AddStringToObject(fn, "name", e->name);
-        cJSON_AddStringToObject(fn, "arguments", e->arguments);
-        cJSON_AddItemToObject(call, "function", fn);
-        char *line = cJSON_PrintUnformatted(call);
-        if (line) printf("\n%s\n", line);
-        fflush(stdout);
-        free(line);
-        cJSON_AddItemToArray(r->calls, call);
+    for (size_t i = 0; i < k->n; i++) {
+        free(k->id[i]);
+        free(k->name[i]);
     }
-    return r->failed;
+    k->n = 0;
+    k->failed = 0;
 }
 
-/* A chat: the model, its session, and the tokens the session holds. */
-typedef struct chat {
-    ember_model *model;
-    ember_session *s;
-    et_tokenizer *tok;
-    et_chat_template *tmpl;
-    et_textgen *gen;
-    reply r;
-    int32_t *held; /* the tokens in the session, in order */
-    size_t n_held, cap_held;
-    float *logits;
-    int32_t vocab;
-} chat;
-
-static int hold(chat *c, const int32_t *ids, size_t n)
+static int on_text(void *user, ember_text_kind kind, const char *text, size_t len)
 {
-    if (c->n_held + n > c->cap_held) {
-        size_t cap = (c->n_held + n) * 2;
-        int32_t *grown = realloc(c->held, cap * sizeof *grown);
-        if (!grown) return -1;
-        c->held = grown;
-        c->cap_held = cap;
-    }
-    memcpy(c->held + c->n_held, ids, n * sizeof *ids);
-    c->n_held += n;
+    (void)user;
+    FILE *f = kind == EMBER_TEXT_REASONING ? stderr : stdout;
+    fwrite(text, 1, len, f);
+    fflush(f);
     return 0;
 }
 
-/* Brings the session to `ids`: prefills only past the common prefix when the
- * session holds a prefix of them, else starts over. Returns the tokens
- * prefilled, or -1. */
-static long sync_prompt(chat *c, const int32_t *ids, size_t n)
+/* Prints the call as an OpenAI tool_calls entry and keeps its id and name. */
+static int on_tool_call(void *user, const ember_tool_call *call)
 {
-    size_t same = 0;
-    while (same < n && same < c->n_held && ids[same] == c->held[same]) same++;
-    if (same < c->n_held || same == n) { /* diverged (or nothing new to run: redo the last) */
-        ember_session_reset(c->s);
-        c->n_held = 0;
-        same = 0;
+    calls *k = user;
+    cJSON *line = cJSON_CreateObject(), *fn = cJSON_CreateObject();
+    char *text = NULL;
+    if (line && fn && cJSON_AddStringToObject(line, "id", call->id) &&
+        cJSON_AddStringToObject(line, "type", "function") && cJSON_AddStringToObject(fn, "name", call->name) &&
+        cJSON_AddStringToObject(fn, "arguments", call->arguments)) {
+        cJSON_AddItemToObject(line, "function", fn);
+        fn = NULL;
+        text = cJSON_PrintUnformatted(line);
     }
-    if (ember_session_prefill(c->s, ids + same, n - same) != EMBER_OK) return -1;
-    if (hold(c, ids + same, n - same)) return -1;
-    return (long)(n - same);
+    cJSON_Delete(line);
+    cJSON_Delete(fn);
+    if (text) printf("\n%s\n", text);
+    fflush(stdout);
+    free(text);
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 4;
+        char **id = realloc(k->id, cap * sizeof *id);
+        if (id) k->id = id;
+        char **name = id ? realloc(k->name, cap * sizeof *name) : NULL;
+        if (name) k->name = name;
+        if (!id || !name) return k->failed = 1;
+        k->cap = cap;
+    }
+    k->id[k->n] = strdup(call->id);
+    k->name[k->n] = strdup(call->name);
+    k->n++;
+    if (!text || !k->id[k->n - 1] || !k->name[k->n - 1]) k->failed = 1;
+    return k->failed;
 }
 
-/* One assistant reply to `messages`; appends it to messages. 0 on success. */
-static int respond(chat *c, cJSON *messages, const cJSON *tools, int think, long max_tokens)
+/* One assistant reply appended to the conversation, with a line of timing
+ * on stderr. 0 on success. */
+static int respond(ember_conversation *conv, const ember_generate_params *gp, calls *k)
 {
-    et_chat_input in = {messages, tools, true, think, NULL};
-    char *prompt = NULL;
-    int32_t *ids = NULL;
-    size_t n_ids;
-    int rc = -1;
-    free(c->r.content);
-    free(c->r.reasoning);
-    cJSON_Delete(c->r.calls);
-    memset(&c->r, 0, sizeof c->r);
-    c->r.calls = cJSON_CreateArray();
-    if (et_chat_render(c->tmpl, &in, &prompt) ||
-        et_tokenizer_encode(c->tok, prompt, strlen(prompt), false, &ids, &n_ids))
-        goto fail;
-    double t0 = cli_now_s();
-    long fresh = sync_prompt(c, ids, n_ids);
-    if (fresh < 0 || et_textgen_begin(c->gen, ids, n_ids)) goto fail;
-    double t1 = cli_now_s();
-    et_finish finish = ET_FINISH_NONE;
-    for (long i = 0; i < max_tokens; i++) {
-        int32_t next;
-        memcpy(c->logits, ember_session_logits(c->s), (size_t)c->vocab * sizeof *c->logits);
-        if (et_textgen_step(c->gen, c->logits, &next, &finish)) goto fail;
-        if (finish) break;
-        if (ember_session_decode(c->s, next) != EMBER_OK || hold(c, &next, 1)) goto fail;
+    ember_generate_result r;
+    calls_clear(k);
+    if (ember_conversation_respond(conv, gp, &r) || k->failed) {
+        fprintf(stderr, "\nember chat: %s\n", k->failed ? "out of memory" : ember_last_error());
+        return -1;
     }
-    if (et_textgen_end(c->gen, &finish) || c->r.failed) goto fail;
-    double t2 = cli_now_s();
-    int32_t n_out = et_textgen_count(c->gen);
-    fprintf(stderr, "\n[%ld of %zu prompt tokens run, %.1f tok/s; %d tokens, %.1f tok/s; %s]\n",
-            fresh, n_ids, fresh / (t1 - t0 + 1e-9), n_out, n_out / (t2 - t1 + 1e-9),
-            et_finish_name(finish));
-    cJSON *msg = cJSON_CreateObject();
-    cJSON_AddStringToObject(msg, "role", "assistant");
-    cJSON_AddStringToObject(msg, "content", c->r.content ? c->r.content : "");
-    if (c->r.reasoning) cJSON_AddStringToObject(msg, "reasoning_content", c->r.reasoning);
-    if (cJSON_GetArraySize(c->r.calls)) {
-        cJSON_AddItemToObject(msg, "tool_calls", c->r.calls);
-        c->r.calls = NULL;
-    }
-    cJSON_AddItemToArray(messages, msg);
-    rc = 0;
-    goto done;
-fail:
-    fprintf(stderr, "\nember chat: %s\n", ember_last_error());
-done:
-    free(prompt);
-    free(ids);
-    return rc;
+    int32_t fresh = r.prompt_tokens - r.cached_tokens;
+    double gen_ms = r.total_ms - r.prefill_ms;
+    fprintf(stderr, "\n[%d of %d prompt tokens run, %.1f tok/s; %d tokens, %.1f tok/s; %s]\n", fresh,
+            r.prompt_tokens, fresh / (r.prefill_ms / 1e3 + 1e-9), r.completion_tokens,
+            r.completion_tokens / (gen_ms / 1e3 + 1e-9), ember_finish_name(r.finish));
+    return 0;
 }
 
 /* Reads one line (without its newline) into *line; 0 at end of input. */
@@ -182,30 +121,6 @@ static int read_line(char **line, size_t *cap, const char *prompt)
     if (n < 0) return 0;
     if (n > 0 && (*line)[n - 1] == '\n') (*line)[n - 1] = '\0';
     return 1;
-}
-
-static cJSON *message(const char *role, const char *content)
-{
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "role", role);
-    cJSON_AddStringToObject(m, "content", content);
-    return m;
-}
-
-static cJSON *load_tools(const char *path)
-{
-    char *text;
-    size_t len;
-    cJSON *tools = NULL;
-    if (io_read_text_file(path, (size_t)16 << 20, &text, &len)) return NULL;
-    ember_status st = io_json_parse(text, len, path, "tools", &tools);
-    free(text);
-    if (!st && !cJSON_IsArray(tools)) {
-        cJSON_Delete(tools);
-        ember_fail(EMBER_ERR_FORMAT, "%s: tools must be a JSON array of tool objects", path);
-        return NULL;
-    }
-    return st ? NULL : tools;
 }
 
 int cmd_chat(int argc, char **argv)
@@ -251,71 +166,53 @@ int cmd_chat(int argc, char **argv)
         return 2;
     }
 
-    chat c = {0};
-    cJSON *tools = NULL, *messages = cJSON_CreateArray();
-    char *line = NULL;
+    ember_model *model = NULL;
+    ember_tokenizer *tok = NULL;
+    ember_chat_template *tmpl = NULL;
+    ember_conversation *conv = NULL;
+    calls k = {0};
+    char *line = NULL, *tools = NULL;
     size_t line_cap = 0;
     int rc = 1;
-    int32_t stop_ids[16];
-    et_textgen_params gp;
-    et_textgen_params_default(&gp);
-    gp.parse_tools = 1;
-    gp.max_tokens = (int32_t)max_tokens;
-    gp.stop_ids = stop_ids;
-    gp.start_in_reasoning = 0;
+    ember_generate_params gp = ember_generate_default_params();
+    gp.on_text = on_text;
+    gp.on_tool_call = on_tool_call;
+    gp.user = &k;
 
-    if (tools_path && !(tools = load_tools(tools_path))) goto fail;
-    if (et_tokenizer_load(dir, &c.tok) || et_chat_template_load(dir, &c.tmpl) ||
-        et_model_stop_ids(dir, c.tok, stop_ids, 16, &gp.n_stop_ids) ||
-        cli_sampling_params(&sampling, dir, &gp) ||
-        cli_apply_profile(dir, profile, "chat", &mp, &sp) || ember_model_load(dir, &mp, &c.model))
+    if (tools_path && !(tools = cli_read_text(tools_path, "chat"))) goto done;
+    if (ember_tokenizer_load(dir, &tok) || ember_chat_template_load(dir, &tmpl) ||
+        cli_sampling_generate_params(&sampling, dir, &gp) ||
+        cli_apply_profile(dir, profile, "chat", &mp, &sp) || ember_model_load(dir, &mp, &model))
         goto fail;
-    if (sp.max_context > ember_model_max_positions(c.model))
-        sp.max_context = ember_model_max_positions(c.model);
-    c.vocab = ember_model_vocab_size(c.model);
-    if (ember_session_create(c.model, &sp, &c.s) ||
-        et_textgen_create(c.tok, c.vocab, &gp, on_event, &c.r, &c.gen))
-        goto fail;
-    if (!(c.logits = malloc((size_t)c.vocab * sizeof *c.logits))) {
-        ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
-        goto fail;
-    }
-    if (system) cJSON_AddItemToArray(messages, message("system", system));
+    gp.max_tokens = (int32_t)max_tokens;
+    ember_conversation_params cp = ember_conversation_default_params();
+    cp.session = sp;
+    cp.system = system;
+    cp.tools_json = tools;
+    cp.enable_thinking = think;
+    cp.model_dir = dir; /* its end-of-turn ids */
+    if (ember_conversation_create(model, tok, tmpl, &cp, &conv)) goto fail;
 
     while (read_line(&line, &line_cap, "> ")) {
         if (!strcmp(line, "/exit")) break;
         if (!strcmp(line, "/reset")) {
-            while (cJSON_GetArraySize(messages) > (system ? 1 : 0))
-                cJSON_DeleteItemFromArray(messages, cJSON_GetArraySize(messages) - 1);
+            ember_conversation_clear(conv);
             continue;
         }
         if (!*line) continue;
-        cJSON_AddItemToArray(messages, message("user", line));
+        if (ember_conversation_add(conv, "user", line)) goto fail;
         /* the model answers, and again after each round of tool results */
-        for (;;) {
-            if (respond(&c, messages, tools, think, max_tokens)) goto done;
+        for (int ended = 0; !ended;) {
+            if (respond(conv, &gp, &k)) goto done;
             printf("\n");
             fflush(stdout);
-            const cJSON *last = cJSON_GetArrayItem(messages, cJSON_GetArraySize(messages) - 1);
-            const cJSON *calls = cJSON_GetObjectItemCaseSensitive(last, "tool_calls");
-            if (!calls) break;
-            const cJSON *call;
-            int ended = 0;
-            cJSON_ArrayForEach(call, calls) {
-                const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
-                const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+            if (!k.n) break;
+            for (size_t i = 0; i < k.n && !ended; i++) {
                 char ask[256];
-                snprintf(ask, sizeof ask, "tool %s> ", cJSON_IsString(name) ? name->valuestring : "?");
-                if (!read_line(&line, &line_cap, ask)) {
-                    ended = 1;
-                    break;
-                }
-                cJSON *result = message("tool", line);
-                cJSON_AddStringToObject(result, "tool_call_id",
-                                        cJSON_GetObjectItemCaseSensitive(call, "id")->valuestring);
-                cJSON_AddItemToArray(messages, result);
+                snprintf(ask, sizeof ask, "tool %s> ", k.name[i]);
+                if (!read_line(&line, &line_cap, ask)) ended = 1;
+                else if (ember_conversation_add_tool_result(conv, k.id[i], line)) goto fail;
             }
-            if (ended) break;
         }
     }
     rc = 0;
@@ -323,18 +220,14 @@ int cmd_chat(int argc, char **argv)
 fail:
     fprintf(stderr, "ember chat: %s\n", ember_last_error());
 done:
+    calls_clear(&k);
+    free(k.id);
+    free(k.name);
     free(line);
-    free(c.logits);
-    free(c.held);
-    free(c.r.content);
-    free(c.r.reasoning);
-    cJSON_Delete(c.r.calls);
-    et_textgen_free(c.gen);
-    et_chat_template_free(c.tmpl);
-    et_tokenizer_free(c.tok);
-    ember_session_free(c.s);
-    ember_model_free(c.model);
-    cJSON_Delete(messages);
-    cJSON_Delete(tools);
+    free(tools);
+    ember_conversation_free(conv);
+    ember_chat_template_free(tmpl);
+    ember_tokenizer_free(tok);
+    ember_model_free(model);
     return rc;
 }

@@ -11,11 +11,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli_public.h"
 #include "ember.h"
-#include "io/gguf.h"
-#include "text/textgen.h"
-#include "text/tokenizer.h"
+#include "ember_stats.h"
+#include "ember_text.h"
 
 static void usage(FILE *f)
 {
@@ -34,45 +33,22 @@ static void usage(FILE *f)
             cli_sampling_usage, cli_common_usage);
 }
 
-static int print_content(void *user, const et_toolcall_event *e)
+/* Text deltas of the reply (reasoning included) stream to stdout. */
+static int print_text(void *user, ember_text_kind kind, const char *text, size_t len)
 {
     (void)user;
-    if (e->kind == ET_TOOLCALL_CONTENT) {
-        fwrite(e->text, 1, e->len, stdout);
-        fflush(stdout);
-    }
+    (void)kind;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
     return 0;
 }
 
-/* A model directory or a GGUF file: both carry the tokenizer, the stop ids
- * and the sampling defaults. */
-static int is_model(const char *path)
+/* --print-ids: each sampled id, comma-separated. */
+static int print_id(void *user, int32_t id)
 {
-    struct stat sb;
-    return (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) || gguf_is_gguf_file(path);
-}
-
-/* The whole of a file, NUL-terminated; NULL on failure (message printed). */
-static char *read_prompt_file(const char *path)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    size_t cap = 4096, n = 0;
-    char *buf = f ? malloc(cap) : NULL;
-    while (buf) {
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1) break;
-        char *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    if (!buf) fprintf(stderr, "ember generate: cannot read %s\n", path);
-    else buf[n] = '\0';
-    if (f && f != stdin) fclose(f);
-    return buf;
+    int *n_printed = user;
+    printf((*n_printed)++ ? ",%d" : "%d", id);
+    return 0;
 }
 
 int cmd_generate(int argc, char **argv)
@@ -93,7 +69,6 @@ int cmd_generate(int argc, char **argv)
     const char *dir = NULL, *ids_text = NULL, *prompt = NULL, *prompt_file = NULL,
                *tok_path = NULL, *stats_path = NULL;
     ember_stats *stats = NULL;
-    int decode_id = -1;
     long n_gen = 128;
     int print_ids = 0, max_context_given = 0, add_special = 1;
     ember_model_params mp = ember_model_default_params();
@@ -140,7 +115,7 @@ int cmd_generate(int argc, char **argv)
             fprintf(stderr, "ember generate: %s: %s\n", dir, strerror(errno));
             return 2;
         }
-        if (!is_model(dir)) {
+        if (!cli_is_model(dir)) {
             fprintf(stderr, "ember generate: %s is not a model directory or GGUF file: give --tokenizer PATH\n", dir);
             return 2;
         }
@@ -148,16 +123,15 @@ int cmd_generate(int argc, char **argv)
     }
 
     int rc = 1;
-    int32_t *ids = NULL;
+    int32_t *ids = NULL, *text_ids = NULL; /* text_ids: the tokenizer's (ember_free) */
     size_t n_ids = 0;
     char *prompt_buf = NULL;
     ember_model *model = NULL;
     ember_session *s = NULL;
-    et_tokenizer *tok = NULL;
-    et_textgen *gen = NULL;
-    et_textgen_params gp;
+    ember_tokenizer *tok = NULL;
+    ember_generate_params gp = ember_generate_default_params();
     int32_t stop_ids[16];
-    et_textgen_params_default(&gp);
+    int n_printed = 0;
 
     if (ids_text && cli_parse_ids(ids_text, &ids, &n_ids)) {
         fprintf(stderr, "ember generate: --ids must be a comma-separated list of token ids\n");
@@ -165,19 +139,29 @@ int cmd_generate(int argc, char **argv)
     }
     double t0 = cli_now_s();
     if (text_mode) {
-        if (prompt_file && !(prompt = prompt_buf = read_prompt_file(prompt_file))) goto done;
-        if (et_tokenizer_load(tok_path, &tok) ||
-            et_tokenizer_encode(tok, prompt, strlen(prompt), add_special, &ids, &n_ids))
+        if (prompt_file && !(prompt = prompt_buf = cli_read_text(prompt_file, "generate"))) goto done;
+        if (ember_tokenizer_load(tok_path, &tok) ||
+            ember_tokenizer_encode(tok, prompt, strlen(prompt), add_special, &text_ids, &n_ids))
             goto fail;
+        ids = text_ids;
         if (n_ids == 0) {
             fprintf(stderr, "ember generate: the prompt is empty after tokenization\n");
             goto done;
         }
-        if (is_model(dir) && et_model_stop_ids(dir, tok, stop_ids, 16, &gp.n_stop_ids)) goto fail;
+        if (cli_is_model(dir) &&
+            ember_tokenizer_end_of_turn_ids(tok, dir, stop_ids, 16, &gp.n_stop_ids))
+            goto fail;
         gp.stop_ids = stop_ids;
+        gp.on_text = print_text;
     }
-    if (cli_sampling_params(&sampling, is_model(dir) ? dir : NULL, &gp)) goto fail;
+    if (cli_sampling_generate_params(&sampling, cli_is_model(dir) ? dir : NULL, &gp)) goto fail;
     gp.max_tokens = (int32_t)n_gen;
+    /* the id prompt is a parity and benchmark path: ids only, exactly -n steps */
+    gp.parse_tools = 0;
+    if (print_ids) {
+        gp.on_token = print_id;
+        gp.user = &n_printed;
+    }
     if (cli_apply_profile(dir, profile, "generate", &mp, &sp)) goto done;
     if (ember_model_load(dir, &mp, &model) != EMBER_OK) goto fail;
     /* Unless told otherwise, make room for the prompt and every new token. */
@@ -186,67 +170,34 @@ int cmd_generate(int argc, char **argv)
     if (sp.max_context > ember_model_max_positions(model))
         sp.max_context = ember_model_max_positions(model);
     if (ember_session_create(model, &sp, &s) != EMBER_OK) goto fail;
-    int32_t vocab = ember_model_vocab_size(model);
-    /* the whole forward step of a token (the session splits its layers by
-     * type; textgen times the sampler and the detokenizer) */
-    if ((stats = cli_stats_open(stats_path, "text", "generate")))
-        ember_stats_add_series(stats, "decode_step", EMBER_STAT_TEXT, &decode_id);
+    stats = cli_stats_open(stats_path, "text", "generate");
     ember_session_set_stats(s, stats);
     gp.stats = stats;
-    if (et_textgen_create(tok, vocab, &gp, print_content, NULL, &gen) ||
-        et_textgen_begin(gen, ids, n_ids))
-        goto fail;
-    float *logits = malloc((size_t)vocab * sizeof *logits);
-    if (!logits) {
-        fprintf(stderr, "ember generate: out of memory\n");
-        goto done;
-    }
     double t1 = cli_now_s();
-    double ts = ember_stats_start(stats);
-    if (ember_session_prefill(s, ids, n_ids) != EMBER_OK) goto fail_logits;
-    ember_stats_stop(stats, EMBER_STAT_PREFILL, ts);
-    double t2 = cli_now_s();
-    et_finish finish = ET_FINISH_NONE;
-    for (long i = 0; i < n_gen; i++) {
-        int32_t next;
-        double tt = ember_stats_start(stats);
-        memcpy(logits, ember_session_logits(s), (size_t)vocab * sizeof *logits);
-        if (et_textgen_step(gen, logits, &next, &finish)) goto fail_logits;
-        if (print_ids) printf(i ? ",%d" : "%d", next);
-        if (finish || i + 1 == n_gen) {
-            ember_stats_stop(stats, EMBER_STAT_TOKEN, tt);
-            break;
-        }
-        double td = ember_stats_start(stats);
-        if (ember_session_decode(s, next) != EMBER_OK) goto fail_logits;
-        ember_stats_stop(stats, decode_id, td);
-        ember_stats_stop(stats, EMBER_STAT_TOKEN, tt);
-    }
-    if (et_textgen_end(gen, &finish)) goto fail_logits;
+    ember_generate_result res;
+    if (n_gen > 0 && ember_session_generate(s, tok, ids, n_ids, &gp, &res) != EMBER_OK) goto fail;
+    if (n_gen == 0) memset(&res, 0, sizeof res);
     if (print_ids || text_mode) printf("\n");
-    double t3 = cli_now_s();
-    int32_t n_out = et_textgen_count(gen);
+    double prefill_s = res.prefill_ms / 1e3, decode_s = res.decode_ms / 1e3;
     fprintf(stderr,
             "load %.3f s; prompt %zu tokens, %.1f tok/s; generated %d tokens, %.1f tok/s; "
             "finish %s\n",
-            t1 - t0, n_ids, (double)n_ids / (t2 - t1), n_out,
-            n_out > 1 ? (double)(n_out - 1) / (t3 - t2) : 0.0, et_finish_name(finish));
+            t1 - t0, n_ids, prefill_s > 0 ? (double)n_ids / prefill_s : 0.0, res.completion_tokens,
+            res.completion_tokens > 1 ? (double)(res.completion_tokens - 1) / decode_s : 0.0,
+            ember_finish_name(res.finish));
     rc = 0;
-    free(logits);
     if (cli_stats_close(stats, stats_path, "generate")) rc = 1;
     stats = NULL;
     goto done;
-fail_logits:
-    free(logits);
 fail:
     fprintf(stderr, "ember generate: %s\n", ember_last_error());
 done:
     ember_stats_free(stats);
-    et_textgen_free(gen);
-    et_tokenizer_free(tok);
+    ember_tokenizer_free(tok);
     ember_session_free(s);
     ember_model_free(model);
-    free(ids);
+    if (text_ids) ember_free(text_ids);
+    else free(ids);
     free(prompt_buf);
     return rc;
 }

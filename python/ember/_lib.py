@@ -108,6 +108,7 @@ class LogitBias(Structure):
 
 TEXT_FN = CFUNCTYPE(c_int, c_void_p, c_int, POINTER(ctypes.c_char), c_size_t)
 TOOL_CALL_FN = CFUNCTYPE(c_int, c_void_p, POINTER(ToolCall))
+TOKEN_FN = CFUNCTYPE(c_int, c_void_p, c_int32)
 
 
 class GenerateParams(Structure):
@@ -122,7 +123,7 @@ class GenerateParams(Structure):
         ("parse_tools", c_int), ("tool_choice", c_char_p),
         ("tool_names", POINTER(c_char_p)), ("n_tool_names", c_size_t),
         ("on_text", TEXT_FN), ("on_tool_call", TOOL_CALL_FN), ("user", c_void_p),
-        ("stats", c_void_p),
+        ("stats", c_void_p), ("on_token", TOKEN_FN),
     ]
 
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ember_text.h"
+#include "llm/prefix.h"
 #include "text/toolcall.h"
 
 /* A growing list of token ids. */
@@ -18,11 +19,19 @@ ember_status api_ids_push(api_ids *a, int32_t id);
 /* Sees every textgen event before the caller's callbacks; non-zero cancels. */
 typedef int (*api_event_fn)(void *user, const et_toolcall_event *e);
 
+/* What a conversation adds to a generation (each member may be NULL). */
+typedef struct api_hooks {
+    api_event_fn also;          /* sees every event first (the reply's collector) */
+    void *also_user;
+    api_ids *fed;               /* ids fed to the session after the prompt are appended */
+    llm_ring_snapshot *snapshot;  /* replaced by one taken at position snapshot_at, */
+    size_t snapshot_at;           /* when that is within (n_cached, n] */
+} api_hooks;
+
 /* ember_session_generate over ids[0..n), of which the session already holds
- * the first n_cached; ids fed to the session are appended to *fed (NULL: not
- * kept). */
+ * the first n_cached. h: NULL for none. */
 ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const int32_t *ids, size_t n,
-                          size_t n_cached, const ember_generate_params *p, api_event_fn also,
-                          void *also_user, api_ids *fed, ember_generate_result *res);
+                          size_t n_cached, const ember_generate_params *p, const api_hooks *h,
+                          ember_generate_result *res);
 
 #endif

@@ -1,7 +1,15 @@
 /* ember_conversation (include/ember_text.h): messages as cJSON, the chat
  * template rendered every turn, and a session whose cached tokens are
  * reused: only the tokens past the common prefix of the new prompt and what
- * the session holds are run. */
+ * the session holds are run.
+ *
+ * The history rarely re-renders the last reply token for token (templates
+ * drop old reasoning, re-serialise tool calls), so the prompt usually
+ * diverges inside it. The session is then taken back to the previous
+ * prompt's last special token (<|im_start|> of "assistant\n": the text
+ * after it may tokenize differently once the reply follows it), where a
+ * snapshot of the sliding layers' rings was kept (full layers keep every
+ * position anyway), instead of starting over. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +35,7 @@ struct ember_conversation {
     int32_t eot[MAX_EOT];
     size_t n_eot;
     api_ids held; /* the tokens in the session, in order */
+    llm_ring_snapshot mark; /* the rings after the last prompt's last special token */
     /* the reply being collected */
     char *content, *reasoning;
     size_t n_content, n_reasoning;
@@ -64,6 +73,7 @@ void ember_conversation_free(ember_conversation *c)
     for (size_t i = 0; i < c->n_tool_names; i++) free(c->tool_names[i]);
     free(c->tool_names);
     free(c->held.ids);
+    llm_ring_snapshot_free(&c->mark);
     free(c->content);
     free(c->reasoning);
     free(c);
@@ -227,18 +237,29 @@ ember_status ember_conversation_respond(ember_conversation *c, const ember_gener
     }
     size_t same = 0;
     while (same < n && same < c->held.n && ids[same] == c->held.ids[same]) same++;
-    if (same < c->held.n || same == n) { /* diverged, or nothing new to run: start over */
-        ember_session_reset(c->s);
-        c->held.n = 0;
-        same = 0;
+    if (same < c->held.n || same == n) { /* diverged, or nothing new to run */
+        size_t back = (size_t)c->mark.pos;
+        if (back > 0 && back <= same && back < n && back <= c->held.n &&
+            llm_session_rewind(c->s, (int64_t)back, &c->mark) == EMBER_OK) {
+            same = back; /* to the mark in the last prompt */
+        } else {         /* start over */
+            ember_session_reset(c->s);
+            llm_ring_snapshot_free(&c->mark);
+            same = 0;
+        }
+        c->held.n = same;
     }
     for (size_t i = c->held.n; !st && i < n; i++) st = api_ids_push(&c->held, ids[i]);
-    if (!st) st = api_generate(c->s, c->tok, ids, n, same, &gp, collect, c, &c->held, res);
+    size_t mark = n; /* after the prompt's last special token */
+    while (mark > same + 1 && !ember_tokenizer_is_special(c->tok, ids[mark - 1])) mark--;
+    api_hooks hooks = {collect, c, &c->held, &c->mark, mark};
+    if (!st) st = api_generate(c->s, c->tok, ids, n, same, &gp, &hooks, res);
     free(ids);
     if (!st && c->oom) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
     if (st) { /* what the session holds is no longer known exactly */
         ember_session_reset(c->s);
         c->held.n = 0;
+        llm_ring_snapshot_free(&c->mark);
         reply_clear(c);
         return st;
     }

@@ -228,15 +228,14 @@ void ember_session_cancel(ember_session *session)
 
 typedef struct sink_ctx {
     const ember_generate_params *p;
-    api_event_fn also; /* the conversation's collector, or NULL */
-    void *also_user;
+    const api_hooks *h;
 } sink_ctx;
 
 static int on_event(void *user, const et_toolcall_event *e)
 {
     sink_ctx *k = user;
     const ember_generate_params *p = k->p;
-    if (k->also && k->also(k->also_user, e)) return 1;
+    if (k->h->also && k->h->also(k->h->also_user, e)) return 1;
     if (e->kind == ET_TOOLCALL_CALL) {
         ember_tool_call call = {e->id, e->name, e->arguments};
         return p->on_tool_call ? p->on_tool_call(p->user, &call) : 0;
@@ -295,8 +294,8 @@ static ember_finish finish_of(et_finish f)
 }
 
 ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const int32_t *ids, size_t n,
-                          size_t n_cached, const ember_generate_params *p, api_event_fn also,
-                          void *also_user, api_ids *fed, ember_generate_result *res)
+                          size_t n_cached, const ember_generate_params *p, const api_hooks *h,
+                          ember_generate_result *res)
 {
     ember_generate_result r;
     memset(&r, 0, sizeof r);
@@ -310,7 +309,9 @@ ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const in
     ember_status st = to_textgen(p, &gp);
     if (st) return st;
     int32_t vocab = ember_model_vocab_size(s->m);
-    sink_ctx k = {p, also, also_user};
+    static const api_hooks none = {0};
+    if (!h) h = &none;
+    sink_ctx k = {p, h};
     et_textgen *g = NULL;
     float *logits = malloc((size_t)vocab * sizeof *logits);
     if (!logits) return ember_fail(EMBER_ERR_NO_MEMORY, "ember_session_generate: out of memory");
@@ -319,11 +320,24 @@ ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const in
     r.prompt_tokens = (int32_t)n;
     r.cached_tokens = (int32_t)n_cached;
     if (!st && n > n_cached) {
+        /* in two parts when a snapshot is wanted inside the new tokens */
+        int snap = h->snapshot && h->snapshot_at > n_cached && h->snapshot_at <= n;
+        size_t cut = snap ? h->snapshot_at : n;
         double tp = ember_stats_start(p->stats);
-        st = ember_session_prefill(s, ids + n_cached, n - n_cached);
+        st = ember_session_prefill(s, ids + n_cached, cut - n_cached);
+        if (!st && snap) {
+            llm_ring_snapshot_free(h->snapshot);
+            st = llm_ring_snapshot_take(s, h->snapshot);
+        }
+        if (!st && cut < n) st = ember_session_prefill(s, ids + cut, n - cut);
         ember_stats_stop(p->stats, EMBER_STAT_PREFILL, tp);
     }
     r.prefill_ms = ember_clock_ms() - t0;
+    /* the whole forward step of a token (the session splits its layers by
+     * type; textgen times the sampler and the detokenizer) */
+    int decode_id = p->stats ? ember_stats_find(p->stats, "decode_step") : -1;
+    if (!st && p->stats && decode_id < 0)
+        st = ember_stats_add_series(p->stats, "decode_step", EMBER_STAT_TEXT, &decode_id);
     et_finish finish = ET_FINISH_NONE;
     double t_first = 0;
     int cancelled = 0;
@@ -338,13 +352,19 @@ ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const in
         st = et_textgen_step(g, logits, &next, &finish);
         if (st) break;
         if (i == 0) t_first = ember_clock_ms();
-        if (finish) break;
-        if (s->pos >= s->p.max_context) {
-            finish = ET_FINISH_LENGTH;
+        if (p->on_token && p->on_token(p->user, next)) {
+            cancelled = 1;
             break;
         }
+        if (!finish && s->pos >= s->p.max_context) finish = ET_FINISH_LENGTH;
+        if (finish) {
+            ember_stats_stop(p->stats, EMBER_STAT_TOKEN, tt);
+            break;
+        }
+        double td = ember_stats_start(p->stats);
         st = ember_session_decode(s, next);
-        if (!st && fed) st = api_ids_push(fed, next);
+        ember_stats_stop(p->stats, decode_id, td);
+        if (!st && h->fed) st = api_ids_push(h->fed, next);
         ember_stats_stop(p->stats, EMBER_STAT_TOKEN, tt);
     }
     if (st == EMBER_ERR_CANCELLED) cancelled = 1;
@@ -368,7 +388,7 @@ ember_status ember_session_generate(ember_session *session, const ember_tokenize
                                     const ember_generate_params *p, ember_generate_result *res)
 {
     ember_generate_params dp = ember_generate_default_params();
-    return api_generate(session, tok, prompt, n_prompt, 0, p ? p : &dp, NULL, NULL, NULL, res);
+    return api_generate(session, tok, prompt, n_prompt, 0, p ? p : &dp, NULL, res);
 }
 
 ember_status api_ids_push(api_ids *a, int32_t id)

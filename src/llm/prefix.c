@@ -84,3 +84,26 @@ ember_status llm_session_resume(ember_session *dst, const ember_session *src, in
     dst->has_logits = 0;
     return EMBER_OK;
 }
+
+ember_status llm_session_rewind(ember_session *s, int64_t n, const llm_ring_snapshot *snap)
+{
+    if (!s || n < 0 || n > s->pos || (n < s->pos && (!snap || snap->pos != n)))
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "rewind: a session holding %lld tokens goes back to %lld only with a snapshot there",
+                          s ? (long long)s->pos : 0LL, (long long)n);
+    const char *snap_row = n < s->pos ? snap->rows : NULL;
+    kv_cache *kv = &s->kv;
+    for (int32_t i = 0; snap_row && i < kv->n_layers; i++) {
+        kv_layer *L = &kv->layers[i];
+        if (!L->window) continue; /* full: rows 0..n are untouched */
+        for (int side = 0; side < 2; side++)
+            for (int32_t g = 0; g < kv->kv_heads; g++)
+                for (int64_t pos = ring_first(L, n); pos < n; pos++) {
+                    memcpy(row_at(L, side ? L->v : L->k, g, pos), snap_row, L->row_bytes);
+                    snap_row += L->row_bytes;
+                }
+    }
+    s->pos = n;
+    s->has_logits = 0;
+    return EMBER_OK;
+}

@@ -33,4 +33,10 @@ void llm_ring_snapshot_free(llm_ring_snapshot *snap);
 ember_status llm_session_resume(ember_session *dst, const ember_session *src, int64_t n,
                                 const llm_ring_snapshot *snap);
 
+/* Takes s back to the first n tokens it holds, in place: full layers keep
+ * their first n rows; sliding layers get their rings back from snap, taken
+ * by s at position n (not needed when n is s's position). Logits are not
+ * set: feed at least one token next. */
+ember_status llm_session_rewind(ember_session *s, int64_t n, const llm_ring_snapshot *snap);
+
 #endif

@@ -174,11 +174,63 @@ static void test_conversation_reuses_cache(void)
     ember_model_free(m);
 }
 
+/* A template that renders every earlier reply as "ok": the next prompt
+ * diverges inside the last reply, and the conversation goes back to its mark
+ * after the previous prompt's last special token instead of starting over. */
+static void test_conversation_rewinds_on_divergence(void)
+{
+    static const char tmpl[] =
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n"
+        "{% if m.role == 'assistant' %}ok{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+    ember_model *m = NULL;
+    ember_tokenizer *tok = NULL;
+    ember_chat_template *t = NULL;
+    ember_conversation *conv = NULL;
+    REQUIRE(ember_model_load(model_dir(), NULL, &m) == EMBER_OK);
+    REQUIRE(ember_tokenizer_load(model_dir(), &tok) == EMBER_OK);
+    REQUIRE(ember_chat_template_from_string(tmpl, NULL, NULL, &t) == EMBER_OK);
+    ember_conversation_params cp = ember_conversation_default_params();
+    cp.session.max_context = 512;
+    /* longer than the tiny model's window, so that its rings wrap */
+    cp.system = "You are a careful assistant who answers every question in full sentences.";
+    REQUIRE(ember_conversation_create(m, tok, t, &cp, &conv) == EMBER_OK);
+    ember_generate_params gp = ember_generate_default_params();
+    gp.temperature = 0;
+    gp.max_tokens = 24;
+    int32_t none = -1; /* no stop id: the reply runs its 24 tokens */
+    gp.stop_ids = &none;
+    gp.n_stop_ids = 1;
+    ember_generate_result r1, r2, r3;
+    REQUIRE(ember_conversation_add(conv, "user", "Hello there") == EMBER_OK);
+    REQUIRE(ember_conversation_respond(conv, &gp, &r1) == EMBER_OK);
+    REQUIRE(ember_conversation_add(conv, "user", "And again") == EMBER_OK);
+    REQUIRE(ember_conversation_respond(conv, &gp, &r2) == EMBER_OK);
+    /* back to after the first prompt's last <|im_start|>: "assistant\n" follows */
+    int32_t *after = NULL;
+    size_t n_after = 0;
+    REQUIRE(ember_tokenizer_encode(tok, "assistant\n", 10, 0, &after, &n_after) == EMBER_OK);
+    ember_free(after);
+    int32_t tail = (int32_t)n_after;
+    CHECK_MSG(r2.cached_tokens == r1.prompt_tokens - tail, "cached %d of %d (first prompt %d, %d after the mark)",
+              r2.cached_tokens, r2.prompt_tokens, r1.prompt_tokens, tail);
+    /* the same divergence again: the mark moved to the second prompt */
+    REQUIRE(ember_conversation_add(conv, "user", "Once more") == EMBER_OK);
+    REQUIRE(ember_conversation_respond(conv, &gp, &r3) == EMBER_OK);
+    CHECK_MSG(r3.cached_tokens == r2.prompt_tokens - tail, "cached %d, second prompt %d",
+              r3.cached_tokens, r2.prompt_tokens);
+    ember_conversation_free(conv);
+    ember_chat_template_free(t);
+    ember_tokenizer_free(tok);
+    ember_model_free(m);
+}
+
 int main(void)
 {
     RUN(test_tokenizer_round_trip);
     RUN(test_template_render);
     RUN(test_generate_and_cancel);
     RUN(test_conversation_reuses_cache);
+    RUN(test_conversation_rewinds_on_divergence);
     return check_summary();
 }

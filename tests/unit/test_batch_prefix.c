@@ -3,7 +3,8 @@
  * at n, after the source ran past n and its rings wrapped; or at the
  * source's own position without one) continues with the logits of a
  * session that ran the whole prompt from scratch (relative L2 below 1e-5,
- * the chunk-split tolerance of test_session). The server's prefix cache
+ * the chunk-split tolerance of test_session); so does a session taken back
+ * in place to a snapshot's position (llm_session_rewind). The server's prefix cache
  * (src/serve/prefix_cache.c) keeps snapshots at several message
  * boundaries: a prompt diverging anywhere resumes from the nearest one
  * before the divergence, with the logits of a from-scratch run. */
@@ -84,6 +85,42 @@ static void resumed_session_matches_scratch(void)
     resume_case(m, 40, 75, TOTAL);   /* past n: the rings wrapped, the snapshot restores */
     resume_case(m, 7, 60, 200);      /* fewer than window-1 tokens, a larger context */
     resume_case(m, 33, 50, TOTAL + 5);
+    ember_model_free(m);
+}
+
+/* The same in place (a conversation taking its session back to a mark):
+ * the session runs `ran` tokens of other ids past `at` (its rings wrap),
+ * goes back to `at` with the snapshot, and runs ids[at..TOTAL). */
+static void rewind_case(ember_model *m, int at, int ran)
+{
+    const int32_t vocab = ember_model_vocab_size(m);
+    ember_session *s = session(m, TOTAL + ran), *ref = session(m, TOTAL);
+    llm_ring_snapshot snap = {0};
+    int32_t other[TOTAL];
+    for (int i = 0; i < TOTAL; i++) other[i] = (ids[i] + 7) % vocab;
+    REQUIRE(s && ref);
+    CHECK(ember_session_prefill(s, ids, (size_t)at) == EMBER_OK);
+    CHECK(llm_ring_snapshot_take(s, &snap) == EMBER_OK);
+    CHECK(ember_session_prefill(s, other, (size_t)ran) == EMBER_OK);
+    CHECK(llm_session_rewind(s, at, NULL) == EMBER_ERR_INVALID_ARG); /* a snapshot is needed */
+    CHECK(llm_session_rewind(s, at, &snap) == EMBER_OK);
+    CHECK(ember_session_position(s) == at && ember_session_logits(s) == NULL);
+    CHECK(ember_session_prefill(s, ids + at, (size_t)(TOTAL - at)) == EMBER_OK);
+    CHECK(ember_session_prefill(ref, ids, TOTAL) == EMBER_OK);
+    double d = rel_diff(ember_session_logits(s), ember_session_logits(ref), vocab);
+    CHECK_MSG(d < 1e-5, "rewind to %d after %d more: relative difference %.3g", at, ran, d);
+    llm_ring_snapshot_free(&snap);
+    ember_session_free(s);
+    ember_session_free(ref);
+}
+
+static void rewound_session_matches_scratch(void)
+{
+    ember_model *m = load();
+    REQUIRE(m);
+    rewind_case(m, 40, 35); /* the rings wrapped past 40: restored from the snapshot */
+    rewind_case(m, 7, 3);   /* fewer than window-1 tokens */
+    rewind_case(m, 60, 1);
     ember_model_free(m);
 }
 
@@ -196,6 +233,7 @@ static void cache_resumes_at_the_nearest_boundary(void)
 int main(void)
 {
     RUN(resumed_session_matches_scratch);
+    RUN(rewound_session_matches_scratch);
     RUN(resume_without_snapshot_is_refused);
     RUN(cache_resumes_at_the_nearest_boundary);
     return check_summary();
