@@ -136,6 +136,24 @@ const char *ember_model_kernels(const ember_model *model);
 /* Bytes of weights the model reads per token (every matrix once). */
 size_t ember_model_weight_bytes(const ember_model *model);
 
+/* Bytes of tensor data done and in all; non-zero cancels. */
+typedef int (*ember_progress_fn)(void *user, size_t done, size_t total);
+
+/* The names ember_model_quantize takes, ", "-separated: f32 .. q5_k put
+ * every weight matrix in that format; q2_k .. iq4_xs are llama.cpp's mixes
+ * of the same names (q4_k_m: Q4_K with Q6_K for half the V and FFN-down
+ * matrices, ...). Static. */
+const char *ember_quantize_types(void);
+
+/* Writes model as a GGUF file (llama.cpp's spark2_5 layout, tokenizer, chat
+ * template and sampling defaults included) with its weight matrices in
+ * `type` (ember_quantize_types()); norms and biases stay f32. progress may
+ * be NULL. *n_tensors (may be NULL) gets the tensors written. The file is
+ * written whole or not at all. Errors: INVALID_ARG (an unknown type), IO,
+ * CANCELLED. Reads the model only: other threads may run sessions on it. */
+ember_status ember_model_quantize(const ember_model *model, const char *path, const char *type,
+                                  ember_progress_fn progress, void *user, size_t *n_tensors);
+
 typedef struct ember_session_params {
     int32_t max_context;   /* tokens the session can hold; sizes the full-layer
                               caches. default 4096, capped by the model's

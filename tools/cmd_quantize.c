@@ -4,14 +4,14 @@
  * a terminal; a summary line is always printed. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_public.h"
 #include "ember.h"
-#include "llm/spark_gguf.h"
 
 static void usage(FILE *f)
 {
@@ -20,7 +20,7 @@ static void usage(FILE *f)
                "  --type: a format for every weight matrix, or one of llama.cpp's mixes\n"
                "          (default q8_0): %s.\n"
                "          Norms and biases stay f32. OUT is written whole or not at all.\n",
-            quant_mix_names());
+            ember_quantize_types());
 }
 
 typedef struct bar {
@@ -51,18 +51,12 @@ int cmd_quantize(int argc, char **argv)
     static const struct option opts[] = {{"type", required_argument, 0, 't'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const quant_mix *mix = quant_mix_by_name("q8_0");
+    const char *type = "q8_0";
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
         switch (c) {
-        case 't':
-            mix = quant_mix_by_name(optarg);
-            if (!mix) {
-                fprintf(stderr, "ember quantize: unknown --type '%s' (expected %s)\n", optarg, quant_mix_names());
-                return 2;
-            }
-            break;
+        case 't': type = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -72,6 +66,16 @@ int cmd_quantize(int argc, char **argv)
         return 2;
     }
     const char *in = argv[optind], *out = argv[optind + 1];
+    /* the name first: a typo should not wait for a large model to load */
+    char *names = strdup(ember_quantize_types()), *save = NULL;
+    int known = 0;
+    for (char *t = names ? strtok_r(names, ", ", &save) : NULL; t && !known; t = strtok_r(NULL, ", ", &save))
+        known = !strcmp(t, type);
+    free(names);
+    if (!known) {
+        fprintf(stderr, "ember quantize: unknown --type '%s' (expected %s)\n", type, ember_quantize_types());
+        return 2;
+    }
 
     double t0 = cli_now_s();
     ember_model_params mp = ember_model_default_params(); /* keep the file's types */
@@ -81,9 +85,9 @@ int cmd_quantize(int argc, char **argv)
         return 1;
     }
     bar b = {isatty(STDERR_FILENO), -1};
-    ember_status st = spark_gguf_write(model, out, mix, on_progress, &b);
+    size_t n_tensors = 0;
+    ember_status st = ember_model_quantize(model, out, type, on_progress, &b, &n_tensors);
     if (b.tty && b.last >= 0) fprintf(stderr, "\r\033[K");
-    size_t n_tensors = spark_gguf_tensor_count(model);
     ember_model_free(model);
     if (st != EMBER_OK) {
         fprintf(stderr, "ember quantize: %s\n", ember_last_error());
@@ -91,7 +95,7 @@ int cmd_quantize(int argc, char **argv)
     }
     struct stat sb;
     long long bytes = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
-    fprintf(stderr, "ember quantize: wrote %s: %zu tensors, %lld bytes (%s), %.2f s\n", out,
-            n_tensors, bytes, quant_mix_name(mix), cli_now_s() - t0);
+    fprintf(stderr, "ember quantize: wrote %s: %zu tensors, %lld bytes (%s), %.2f s\n", out, n_tensors,
+            bytes, type, cli_now_s() - t0);
     return 0;
 }

@@ -67,8 +67,8 @@ et_dtype quant_mix_base(const quant_mix *m) { return m->base; }
 
 const char *quant_mix_names(void)
 {
-    return "f32, f16, bf16, q8_0, q4_0, q3_k, q4_k, q5_k (every matrix in that format); llama.cpp's mixes "
-           "q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs";
+    return "f32, f16, bf16, q8_0, q4_0, q3_k, q4_k, q5_k, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, "
+           "q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs";
 }
 
 /* llama.cpp's use_more_bits: the first and last eighth of the layers and
