@@ -24,8 +24,8 @@
 
 #include "bench_stats.h"
 #include "ember.h"
-#include "text/textgen.h"
-#include "text/tokenizer.h"
+#include "generate/textgen.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     char *buf;

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "text/rng.h"
-#include "text/sampler.h"
+#include "generate/rng.h"
+#include "generate/sampler.h"
 
 #define VOCAB 151936
 

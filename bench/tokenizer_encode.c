@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "bench_stats.h"
-#include "text/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static double median3(double a, double b, double c)
 {

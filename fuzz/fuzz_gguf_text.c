@@ -15,9 +15,9 @@
 
 #include "base/status.h"
 #include "io/gguf.h"
-#include "text/chat.h"
-#include "text/gguf_text.h"
-#include "text/tokenizer.h"
+#include "template/chat.h"
+#include "tokenizer/gguf_text.h"
+#include "tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "text/toolcall.h"
+#include "generate/toolcall.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

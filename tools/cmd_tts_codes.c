@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "text/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "tts_cli.h"
 
 static void usage(FILE *f)

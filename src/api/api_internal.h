@@ -7,7 +7,7 @@
 
 #include "ember_text.h"
 #include "llm/prefix.h"
-#include "text/toolcall.h"
+#include "generate/toolcall.h"
 
 /* A growing list of token ids. */
 typedef struct api_ids {

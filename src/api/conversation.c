@@ -19,7 +19,7 @@
 #include "base/status.h"
 #include "ember_text.h"
 #include "io/json_text.h"
-#include "text/chat.h"
+#include "template/chat.h"
 
 #define MAX_EOT 16
 

@@ -8,7 +8,7 @@
 #include "base/status.h"
 #include "ember_speech.h"
 #include "io/wav.h"
-#include "text/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "tts/code2wav.h"
 #include "tts/tts_pipeline.h"
 

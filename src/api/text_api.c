@@ -1,6 +1,6 @@
 /* The public text API (include/ember_text.h): thin wrappers over the
- * tokenizer, the chat template and textgen (src/text), and the session
- * (src/llm). The public handles are the internal objects under an opaque
+ * tokenizer (src/tokenizer), the chat template (src/template), generation
+ * (src/generate) and the session (src/llm). The public handles are the internal objects under an opaque
  * name: an ember_tokenizer * is an et_tokenizer *, an ember_chat_template *
  * an et_chat_template *. */
 #include <stdatomic.h>
@@ -15,9 +15,9 @@
 #include "ember_text.h"
 #include "io/json_text.h"
 #include "llm/session_internal.h"
-#include "text/chat.h"
-#include "text/textgen.h"
-#include "text/tokenizer.h"
+#include "template/chat.h"
+#include "generate/textgen.h"
+#include "tokenizer/tokenizer.h"
 
 #define TOK(t) ((const et_tokenizer *)(const void *)(t))
 #define TMPL(t) ((const et_chat_template *)(const void *)(t))

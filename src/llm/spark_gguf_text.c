@@ -22,7 +22,7 @@
 #include "io/read_file.h"
 #include "llm/spark.h"
 #include "llm/spark_gguf.h"
-#include "text/chat.h"
+#include "template/chat.h"
 
 static ember_status put_template(gguf_writer *w, const char *dir)
 {

@@ -10,7 +10,7 @@
 #include "llm/batch.h"
 #include "serve/format.h"
 #include "serve/prefix_cache.h"
-#include "text/textgen.h"
+#include "generate/textgen.h"
 
 /* How long an idle engine sleeps before looking at its queue's deadlines. */
 #define IDLE_WAIT_S 0.05

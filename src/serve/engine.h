@@ -36,7 +36,7 @@
 #include "ember.h"
 #include "serve/job.h"
 #include "serve/metrics.h"
-#include "text/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct sv_engine_params {
     int max_seqs;       /* sequences decoded together (rows per step) */

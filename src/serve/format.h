@@ -6,7 +6,7 @@
 #define EMBER_SERVE_FORMAT_H
 
 #include "serve/job.h"
-#include "text/toolcall.h"
+#include "generate/toolcall.h"
 
 /* A textgen event (content, reasoning, a tool call). -1: out of memory. */
 int sv_format_event(sv_job *j, const et_toolcall_event *e);

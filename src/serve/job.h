@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "serve/request.h"
-#include "text/textgen.h"
+#include "generate/textgen.h"
 
 typedef struct sv_job {
     /* set by the HTTP thread before submitting; read-only afterwards */

@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "text/sampler.h"
+#include "generate/sampler.h"
 
 /* An OpenAI error: HTTP status, message, type, param (the field) and code. */
 typedef struct sv_error {

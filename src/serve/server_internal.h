@@ -9,9 +9,9 @@
 #include "serve/metrics.h"
 #include "serve/server.h"
 #include "serve/speech.h"
-#include "text/chat.h"
-#include "text/textgen.h"
-#include "text/tokenizer.h"
+#include "template/chat.h"
+#include "generate/textgen.h"
+#include "tokenizer/tokenizer.h"
 
 struct MHD_Daemon;
 

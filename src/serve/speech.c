@@ -11,7 +11,7 @@
 #include "io/wav.h"
 #include "serve/job.h"
 #include "serve/server_internal.h"
-#include "text/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "tts/tts_pipeline.h"
 
 enum speech_format { FORMAT_WAV, FORMAT_PCM };

@@ -4,7 +4,7 @@
 #define EMBER_TTS_TTS_INTERNAL_H
 
 #include "kernels/exec.h"
-#include "text/sampler.h"
+#include "generate/sampler.h"
 #include "tts/tts_prompt.h"
 #include "tts/tts_session.h"
 #include "tts/tts_stack.h"

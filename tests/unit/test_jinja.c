@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "text/chat.h"
-#include "text/jinja.h"
+#include "template/chat.h"
+#include "template/jinja.h"
 
 /* Renders src against the JSON context (NULL: none); NULL on error. */
 static char *render(const char *src, const char *context)

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "text/rng.h"
-#include "text/sampler.h"
+#include "generate/rng.h"
+#include "generate/sampler.h"
 
 #define N_DRAWS 100000
 

@@ -13,7 +13,7 @@
 #include "llm/batch.h"
 #include "serve/format.h"
 #include "serve/request.h"
-#include "text/textgen.h"
+#include "generate/textgen.h"
 
 static int parse(sv_kind kind, const char *body, sv_request *r, sv_error *e)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "text/stop.h"
+#include "generate/stop.h"
 
 typedef struct outcome {
     char text[512];

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "text/textgen.h"
+#include "generate/textgen.h"
 
 #define TINY "models/tiny"
 

@@ -19,10 +19,10 @@
 #include "ember.h"
 #include "io/gguf.h"
 #include "llm/spark_gguf.h"
-#include "text/chat.h"
-#include "text/gguf_text.h"
-#include "text/textgen.h"
-#include "text/tokenizer.h"
+#include "template/chat.h"
+#include "tokenizer/gguf_text.h"
+#include "generate/textgen.h"
+#include "tokenizer/tokenizer.h"
 
 static char tmpdir[256];
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "text/tok_internal.h"
-#include "text/tokenizer.h"
+#include "tokenizer/tok_internal.h"
+#include "tokenizer/tokenizer.h"
 
 static et_tokenizer *load(const char *json)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "text/toolcall.h"
+#include "generate/toolcall.h"
 
 /* The events as one string: C[content] M[malformed] R[reasoning]
  * T[id|name|arguments], adjacent text of one kind joined. */
