@@ -63,7 +63,7 @@ static ab_matrix *matrix_new(const char *set, const char *dtype, int64_t rows, i
     const ek_format *f = ek_format_of((et_dtype)dt);
     if (cols % f->block) return fail(m, err, err_len, "cols not a multiple of the format's block");
     const size_t rb = ek_row_bytes((et_dtype)dt, cols);
-    /* the loader's choice (src/llm/weights.c): interleave where the set can */
+    /* the loader's choice (src/nn/weights.c): interleave where the set can */
     const int rows8 = m->kernels->gemm_rows8[dt] && ek_rows8_fits((et_dtype)dt, rows, cols);
     m->bytes = (size_t)rows * rb;
     m->copies = copies;

@@ -7,7 +7,7 @@
  *   - the weight format is chosen by memory and by the predicted decode
  *     rate (bandwidth / bytes read per step), quantized formats included
  *     (for speech down to q8_0 only: see derive_dtype);
- *   - the KV cache is budgeted by layer type, as src/llm/kv.c allocates it:
+ *   - the KV cache is budgeted by layer type, as src/nn/kv.c allocates it:
  *     sliding layers hold min(window-1, context) slots, full layers context;
  *   - activations are ember's per-sequence scratch, not 15% of the weights. */
 #include "edge/profile.h"

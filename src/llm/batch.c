@@ -5,7 +5,7 @@
 
 #include "base/pool.h"
 #include "base/status.h"
-#include "llm/attention.h"
+#include "nn/attention.h"
 #include "llm/forward.h"
 #include "llm/session_internal.h"
 
@@ -176,5 +176,7 @@ ember_status llm_batch_prefill(llm_batch *b, ember_session *s, const int32_t *id
 size_t llm_session_kv_bytes(const ember_model *model, int32_t max_context, ember_type kv_type)
 {
     et_dtype t = session_kv_dtype(kv_type);
-    return t == ET_DTYPE_COUNT ? 0 : kv_cache_bytes_for(&model->cfg, max_context, t);
+    kv_shape shape;
+    spark_kv_shape(&model->cfg, &shape);
+    return t == ET_DTYPE_COUNT ? 0 : kv_cache_bytes_for(&shape, max_context, t);
 }

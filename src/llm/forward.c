@@ -6,7 +6,7 @@
 #include "base/pool.h"
 #include "base/status.h"
 #include "kernels/ops.h"
-#include "llm/attention.h"
+#include "nn/attention.h"
 
 ember_status llm_work_init(llm_work *w, const ember_model *m, const ek_exec *exec, int32_t rows)
 {

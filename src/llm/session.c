@@ -9,8 +9,8 @@
 #include "base/status.h"
 #include "kernels/exec.h"
 #include "kernels/ops.h"
-#include "llm/attention.h"
-#include "llm/kv.h"
+#include "nn/attention.h"
+#include "nn/kv.h"
 #include "llm/session_internal.h"
 #include "llm/spark.h"
 
@@ -54,7 +54,9 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
     s->p = p;
     s->exec.kernels = model->kernels;
     ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
-    if (!st) st = kv_cache_init(&s->kv, &model->cfg, p.max_context, session_kv_dtype(p.kv_type));
+    kv_shape shape;
+    spark_kv_shape(&model->cfg, &shape);
+    if (!st) st = kv_cache_init(&s->kv, &shape, p.max_context, session_kv_dtype(p.kv_type));
     if (!st) st = llm_work_init(&s->work, model, &s->exec, p.prefill_chunk);
     if (!st && !(s->logits = malloc((size_t)model->cfg.vocab * sizeof *s->logits)))
         st = ember_fail(EMBER_ERR_NO_MEMORY, "session logits: cannot allocate %zu bytes",

@@ -7,7 +7,7 @@
 
 #include "ember.h"
 #include "llm/forward.h"
-#include "llm/kv.h"
+#include "nn/kv.h"
 
 struct ember_session {
     const ember_model *m;

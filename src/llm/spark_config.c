@@ -280,3 +280,13 @@ int32_t spark_config_count_layers(const spark_config *c, spark_layer_type t)
     for (int32_t i = 0; i < c->n_layers; i++) n += c->layer_type[i] == t;
     return n;
 }
+
+void spark_kv_shape(const spark_config *c, kv_shape *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n_layers = c->n_layers;
+    out->kv_heads = c->n_kv_heads;
+    out->head_dim = c->head_dim;
+    for (int32_t i = 0; i < c->n_layers && i < KV_MAX_LAYERS; i++)
+        out->window[i] = c->layer_type[i] == SPARK_SLIDING ? c->sliding_window : 0;
+}

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ember.h"
+#include "nn/kv.h"
 
 #define SPARK_MAX_LAYERS 256
 
@@ -47,5 +48,9 @@ ember_status spark_config_parse(const char *json, size_t len, const char *label,
                                 spark_config *out);
 
 int32_t spark_config_count_layers(const spark_config *c, spark_layer_type t);
+
+/* The KV cache shape of a Spark model: its sliding layers' window, full
+ * layers' 0. */
+void spark_kv_shape(const spark_config *c, kv_shape *out);
 
 #endif

@@ -9,7 +9,7 @@
 #include "kernels/formats.h"
 #include "llm/spark.h"
 #include "llm/spark_gguf.h"
-#include "llm/weights.h"
+#include "nn/weights.h"
 
 /* The sizes a tensor dimension can be bound to. */
 typedef enum dim {

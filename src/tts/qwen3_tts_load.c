@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "io/read_file.h"
 #include "kernels/formats.h"
-#include "llm/weights.h"
+#include "nn/weights.h"
 #include "tts/tts_bind.h"
 
 typedef enum dim { D_HIDDEN, D_Q, D_KV, D_INTER, D_HEAD, D_NONE } dim;

@@ -6,7 +6,7 @@
 #ifndef EMBER_TTS_TTS_BIND_H
 #define EMBER_TTS_TTS_BIND_H
 
-#include "llm/weights.h"
+#include "nn/weights.h"
 #include "tts/qwen3_tts_load.h"
 
 typedef struct tts_loader {

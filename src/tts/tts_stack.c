@@ -6,7 +6,7 @@
 #include "base/pool.h"
 #include "base/status.h"
 #include "kernels/ops.h"
-#include "llm/attention.h"
+#include "nn/attention.h"
 
 int64_t tts_stack_max_cols(const tts_stack_config *c)
 {
@@ -27,17 +27,13 @@ ember_status tts_stack_state_init(tts_stack_state *s, const tts_stack *w, const 
     s->qbuf = qbuf;
     s->max_chunk = max_chunk;
     s->max_context = max_context;
-    /* The cache code takes a Spark config: only the layer count, kv heads,
-     * head_dim, layer types and window matter to it; every layer here is of
-     * one type (full, or sliding in the speech decoder). */
-    spark_config shape;
+    /* every layer here is of one type: full, or sliding in the speech decoder */
+    kv_shape shape;
     memset(&shape, 0, sizeof shape);
     shape.n_layers = c->n_layers;
-    shape.n_kv_heads = c->n_kv_heads;
+    shape.kv_heads = c->n_kv_heads;
     shape.head_dim = c->head_dim;
-    shape.sliding_window = c->sliding_window;
-    memset(shape.layer_type, c->sliding_window ? SPARK_SLIDING : SPARK_FULL,
-           sizeof shape.layer_type);
+    for (int32_t i = 0; i < c->n_layers && i < KV_MAX_LAYERS; i++) shape.window[i] = c->sliding_window;
     ember_status st = kv_cache_init(&s->kv, &shape, max_context, ET_F32);
     if (st) return st;
 

@@ -7,7 +7,7 @@
 #define EMBER_TTS_TTS_STACK_H
 
 #include "kernels/exec.h"
-#include "llm/kv.h"
+#include "nn/kv.h"
 #include "tts/qwen3_tts_load.h"
 
 typedef struct tts_stack_state {

@@ -14,7 +14,7 @@
 #include "edge/probe.h"
 #include "edge/profile.h"
 #include "io/read_file.h"
-#include "llm/kv.h"
+#include "nn/kv.h"
 #include "llm/spark_config.h"
 
 #define HW "tests/data/hw/"
@@ -350,7 +350,9 @@ static void kv_bytes_match_the_cache(void)
                 edge_profile p;
                 kv_cache kv;
                 REQUIRE(edge_derive(&hw, &m, &o, &p) == EMBER_OK);
-                REQUIRE(kv_cache_init(&kv, &c, contexts[k], formats[f].dt) == EMBER_OK);
+                kv_shape shape;
+                spark_kv_shape(&c, &shape);
+                REQUIRE(kv_cache_init(&kv, &shape, contexts[k], formats[f].dt) == EMBER_OK);
                 CHECK_MSG((int64_t)kv.bytes == p.kv_bytes_per_seq, "%s %s context %d: cache %zu, profile %lld",
                           configs[i], edge_type_name(formats[f].type), contexts[k], kv.bytes,
                           (long long)p.kv_bytes_per_seq);

@@ -7,8 +7,8 @@
 
 #include "check.h"
 #include "kernels/ops.h"
-#include "llm/attention.h"
-#include "llm/kv.h"
+#include "nn/attention.h"
+#include "nn/kv.h"
 
 enum { HEADS = 4, KV_HEADS = 2, D = 16, WINDOW = 16, HISTORY = 3 * WINDOW + 7 };
 #define ROW (HEADS * D)

@@ -3,14 +3,14 @@
  * are scored in place (the ring is read slot by slot, never reordered), one
  * softmax covers both, and the output sums P_cache V_cache + P_new V_new.
  * Nothing cache-sized is copied. */
-#ifndef EMBER_LLM_ATTENTION_H
-#define EMBER_LLM_ATTENTION_H
+#ifndef EMBER_NN_ATTENTION_H
+#define EMBER_NN_ATTENTION_H
 
 #include <stdint.h>
 
 #include "base/pool.h"
 #include "kernels/matmul.h"
-#include "llm/kv.h"
+#include "nn/kv.h"
 
 typedef struct attn_shape {
     const ek_kernel_set *k; /* dot and axpy */

@@ -6,8 +6,8 @@
  * rotary phase, and softmax does not care about order). A full layer's cache
  * is linear, sized once for the session's max_context. Layout per layer:
  * [kv_head][slot][head_dim], fp32. */
-#ifndef EMBER_LLM_KV_H
-#define EMBER_LLM_KV_H
+#ifndef EMBER_NN_KV_H
+#define EMBER_NN_KV_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -15,7 +15,14 @@
 #include "ember.h"
 #include "io/tensor.h"
 #include "kernels/matmul.h"
-#include "llm/spark_config.h"
+
+#define KV_MAX_LAYERS 256
+
+/* What a cache's layout depends on, whichever model owns it. */
+typedef struct kv_shape {
+    int32_t n_layers, kv_heads, head_dim;
+    int32_t window[KV_MAX_LAYERS]; /* per layer: 0 full, else its sliding window */
+} kv_shape;
 
 typedef struct kv_layer {
     int32_t capacity; /* slots per kv head */
@@ -27,7 +34,7 @@ typedef struct kv_layer {
 
 typedef struct kv_cache {
     int32_t n_layers, kv_heads, head_dim;
-    kv_layer layers[SPARK_MAX_LAYERS];
+    kv_layer layers[KV_MAX_LAYERS];
     void *block; /* one allocation holds every layer's K and V */
     size_t bytes;
 } kv_cache;
@@ -35,13 +42,13 @@ typedef struct kv_cache {
 /* Sizes every layer for max_context tokens: full layers get max_context
  * slots, sliding layers min(window-1, max_context). type: ET_F32, ET_F16 or
  * ET_Q8_0 (head_dim a multiple of 32). */
-ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_context,
+ember_status kv_cache_init(kv_cache *kv, const kv_shape *c, int32_t max_context,
                            et_dtype type);
 void kv_cache_free(kv_cache *kv);
 
 /* The bytes kv_cache_init allocates for max_context tokens in `type`: what
  * admission control reserves before creating a session. */
-size_t kv_cache_bytes_for(const spark_config *c, int32_t max_context, et_dtype type);
+size_t kv_cache_bytes_for(const kv_shape *c, int32_t max_context, et_dtype type);
 
 /* The slot of absolute position pos in layer L. */
 static inline int32_t kv_slot(const kv_layer *L, int64_t pos)

@@ -1,4 +1,4 @@
-#include "llm/kv.h"
+#include "nn/kv.h"
 
 #include "base/large_alloc.h"
 
@@ -8,32 +8,34 @@
 #include "base/status.h"
 #include "kernels/formats.h"
 
-ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_context,
+/* Slots of layer i: a sliding layer's ring, at most window-1. */
+static int32_t layer_slots(const kv_shape *c, int32_t i, int32_t max_context)
+{
+    return c->window[i] && c->window[i] - 1 < max_context ? c->window[i] - 1 : max_context;
+}
+
+ember_status kv_cache_init(kv_cache *kv, const kv_shape *c, int32_t max_context,
                            et_dtype type)
 {
     memset(kv, 0, sizeof *kv);
     if (type != ET_F32 && type != ET_F16 && type != ET_Q8_0)
         return ember_fail(EMBER_ERR_INVALID_ARG, "KV cache: format %s is not supported",
                           et_dtype_name(type));
+    if (c->n_layers < 0 || c->n_layers > KV_MAX_LAYERS)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "KV cache: %d layers (at most %d)", c->n_layers, KV_MAX_LAYERS);
     if (c->head_dim % ek_format_of(type)->block)
         return ember_fail(EMBER_ERR_UNSUPPORTED, "KV cache: head_dim %d is not a multiple of %d",
                           c->head_dim, ek_format_of(type)->block);
     const size_t row_bytes = ek_row_bytes(type, c->head_dim);
     kv->n_layers = c->n_layers;
-    kv->kv_heads = c->n_kv_heads;
+    kv->kv_heads = c->kv_heads;
     kv->head_dim = c->head_dim;
-    const size_t per_slot = (size_t)c->n_kv_heads * row_bytes; /* bytes, K or V */
+    const size_t per_slot = (size_t)c->kv_heads * row_bytes; /* bytes, K or V */
     size_t total = 0;
     for (int32_t i = 0; i < c->n_layers; i++) {
         kv_layer *L = &kv->layers[i];
-        if (c->layer_type[i] == SPARK_SLIDING) {
-            L->window = c->sliding_window;
-            L->capacity = c->sliding_window - 1 < max_context ? c->sliding_window - 1
-                                                               : max_context;
-        } else {
-            L->window = 0;
-            L->capacity = max_context;
-        }
+        L->window = c->window[i];
+        L->capacity = layer_slots(c, i, max_context);
         total += 2 * per_slot * (size_t)L->capacity;
     }
     kv->bytes = total; /* == kv_cache_bytes_for(c, max_context, type) */
@@ -53,16 +55,12 @@ ember_status kv_cache_init(kv_cache *kv, const spark_config *c, int32_t max_cont
     return EMBER_OK;
 }
 
-size_t kv_cache_bytes_for(const spark_config *c, int32_t max_context, et_dtype type)
+size_t kv_cache_bytes_for(const kv_shape *c, int32_t max_context, et_dtype type)
 {
-    const size_t per_slot = (size_t)c->n_kv_heads * ek_row_bytes(type, c->head_dim);
+    const size_t per_slot = (size_t)c->kv_heads * ek_row_bytes(type, c->head_dim);
     size_t total = 0;
-    for (int32_t i = 0; i < c->n_layers; i++) {
-        int32_t slots = max_context;
-        if (c->layer_type[i] == SPARK_SLIDING && c->sliding_window - 1 < max_context)
-            slots = c->sliding_window - 1;
-        total += 2 * per_slot * (size_t)slots;
-    }
+    for (int32_t i = 0; i < c->n_layers && i < KV_MAX_LAYERS; i++)
+        total += 2 * per_slot * (size_t)layer_slots(c, i, max_context);
     return total;
 }
 

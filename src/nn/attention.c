@@ -1,4 +1,4 @@
-#include "llm/attention.h"
+#include "nn/attention.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  * loader: fetch a tensor by name with shape and alignment checks, keep a
  * matrix in the file's format or convert it once at load, and copy small
  * vectors (norm weights, biases) to fp32. */
-#ifndef EMBER_LLM_WEIGHTS_H
-#define EMBER_LLM_WEIGHTS_H
+#ifndef EMBER_NN_WEIGHTS_H
+#define EMBER_NN_WEIGHTS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "llm/weights.h"
+#include "nn/weights.h"
 
 #include "base/large_alloc.h"
 
