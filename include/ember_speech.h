@@ -95,6 +95,62 @@ ember_status ember_tts_speak(ember_tts *tts, const ember_speech_request *rq, emb
  * that arrives while none runs stops the next one at its first chunk. */
 void ember_tts_cancel(ember_tts *tts);
 
+/* ---- the speech decoder alone: codec frames -> PCM ------------------- */
+
+/* Qwen3-TTS's Code2Wav decoder, for frames made elsewhere (another
+ * process, an accelerator, a file). One stream: frames pushed in order,
+ * in chunks of any size; the audio does not depend on the split. One
+ * thread at a time; load several to decode in parallel. */
+typedef struct ember_codec ember_codec;
+
+typedef struct ember_codec_params {
+    ember_type weight_type;  /* NONE/F32 (default): fp32 throughout; BF16: bf16 products */
+    const char *kernels;     /* NULL: the best set this CPU runs */
+    int32_t n_threads;       /* incl. the caller; 0: one per CPU */
+    int32_t frames_per_pass; /* frames the front stages take at once; 0: 25 */
+    int winograd;            /* 1 (default): Winograd F(2,7) residual convolutions
+                                (~1.4x faster, fp32 rounding); 0: direct */
+} ember_codec_params;
+
+ember_codec_params ember_codec_default_params(void);
+/* dir: a Qwen3-TTS directory (its speech_tokenizer/) or the decoder's own
+ * directory (config.json, model.safetensors). Errors name the file or tensor. */
+ember_status ember_codec_load(const char *dir, const ember_codec_params *p, ember_codec **out);
+void ember_codec_free(ember_codec *codec);
+
+int32_t ember_codec_sample_rate(const ember_codec *codec);       /* 24000 */
+int32_t ember_codec_samples_per_frame(const ember_codec *codec); /* 1920: 80 ms */
+int32_t ember_codec_codebooks(const ember_codec *codec);         /* codes per frame: 16 */
+const char *ember_codec_kernels(const ember_codec *codec);        /* the kernel set in use */
+
+/* Decodes n_frames frames (frame-major, ember_codec_codebooks() codes each,
+ * each code below the codebook size) after those pushed before: pcm gets
+ * n_frames x samples_per_frame floats. Errors: INVALID_ARG (a code out of
+ * range; the stream is unchanged). */
+ember_status ember_codec_push(ember_codec *codec, const int32_t *codes, int32_t n_frames, float *pcm);
+/* Starts a new utterance. */
+void ember_codec_reset(ember_codec *codec);
+/* The stateless alternative, for comparison: decodes n_ctx frames of left
+ * context and then n_new frames from a fresh state, keeping the n_new
+ * frames' samples (codes holds n_ctx + n_new frames). Resets the stream. */
+ember_status ember_codec_push_windowed(ember_codec *codec, const int32_t *codes, int32_t n_ctx,
+                                       int32_t n_new, float *pcm);
+
+/* ---- WAV files ------------------------------------------------------- */
+
+/* A 16-bit mono WAV file written as PCM arrives (floats in [-1, 1], rounded
+ * and clipped to s16). The header's lengths are set by ember_wav_close.
+ * After a failed write, ember_wav_abort removes the partial file (a failed
+ * open or close removes it itself). Errors: IO naming the path. */
+typedef struct ember_wav ember_wav;
+
+ember_status ember_wav_open(const char *path, int32_t sample_rate, ember_wav **out);
+ember_status ember_wav_write(ember_wav *wav, const float *pcm, size_t n);
+/* Finishes the file and frees wav (also on error, when the file is removed). */
+ember_status ember_wav_close(ember_wav *wav);
+/* Removes the file and frees wav. */
+void ember_wav_abort(ember_wav *wav);
+
 #ifdef __cplusplus
 }
 #endif

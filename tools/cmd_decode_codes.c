@@ -8,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "io/read_file.h"
-#include "io/wav.h"
-#include "tts/code2wav.h"
+#include "cli_public.h"
+#include "ember_speech.h"
 
 static void usage(FILE *f)
 {
@@ -32,12 +30,9 @@ static void usage(FILE *f)
 /* Frames from the JSON file into a frame-major array. */
 static int read_codes(const char *path, int32_t q, int32_t **codes, int32_t *n_frames)
 {
-    char *text = NULL;
-    size_t len = 0;
-    if (io_read_text_file(path, (size_t)1 << 30, &text, &len)) {
-        fprintf(stderr, "ember decode-codes: %s\n", ember_last_error());
-        return -1;
-    }
+    char *text = cli_read_text(path, "decode-codes");
+    if (!text) return -1;
+    size_t len = strlen(text);
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
     const cJSON *frames = cJSON_IsObject(root) ? cJSON_GetObjectItem(root, "frames") : root;
@@ -147,27 +142,25 @@ int cmd_decode_codes(int argc, char **argv)
             return 2;
         }
 
-    c2w_model_params p = {mp.weight_type, mp.kernels, !direct};
-    c2w_model *m = NULL;
-    c2w_stream *s = NULL;
+    ember_codec_params p = ember_codec_default_params();
+    p.weight_type = mp.weight_type;
+    p.kernels = mp.kernels;
+    p.winograd = !direct;
+    p.n_threads = esp.n_threads;
+    p.frames_per_pass = fpp;
+    ember_codec *codec = NULL;
     int32_t *codes = NULL, n_frames = 0;
     float *pcm = NULL;
     int rc = 1;
     double t0 = cli_now_s();
-    if (c2w_model_load(dir, &p, &m)) {
+    if (ember_codec_load(dir, &p, &codec)) {
         fprintf(stderr, "ember decode-codes: %s\n", ember_last_error());
         goto done;
     }
     double t_load = cli_now_s() - t0;
-    c2w_stream_params sp = c2w_stream_default_params();
-    sp.n_threads = esp.n_threads;
-    sp.frames_per_pass = fpp;
-    if (c2w_stream_create(m, &sp, &s)) {
-        fprintf(stderr, "ember decode-codes: %s\n", ember_last_error());
-        goto done;
-    }
-    if (read_codes(codes_path, m->cfg.n_quantizers, &codes, &n_frames)) goto done;
-    const size_t spf = (size_t)m->cfg.samples_per_frame, n_samples = (size_t)n_frames * spf;
+    const int32_t q = ember_codec_codebooks(codec), rate = ember_codec_sample_rate(codec);
+    if (read_codes(codes_path, q, &codes, &n_frames)) goto done;
+    const size_t spf = (size_t)ember_codec_samples_per_frame(codec), n_samples = (size_t)n_frames * spf;
     pcm = malloc(sizeof(float) * (n_samples ? n_samples : 1));
     if (!pcm) goto done;
     t0 = cli_now_s();
@@ -175,12 +168,9 @@ int cmd_decode_codes(int argc, char **argv)
         int32_t k = n_chunks ? chunks[(size_t)i < n_chunks ? (size_t)i : n_chunks - 1] : n_frames;
         if (k > n_frames - off) k = n_frames - off;
         int32_t ctx = window < 0 ? 0 : (off < window ? off : window);
-        ember_status st = window < 0
-                              ? c2w_stream_push(s, codes + (size_t)off * m->cfg.n_quantizers, k,
-                                                pcm + off * spf)
-                              : c2w_stream_push_windowed(
-                                    s, codes + (size_t)(off - ctx) * m->cfg.n_quantizers, ctx, k,
-                                    pcm + off * spf);
+        ember_status st =
+            window < 0 ? ember_codec_push(codec, codes + (size_t)off * q, k, pcm + off * spf)
+                       : ember_codec_push_windowed(codec, codes + (size_t)(off - ctx) * q, ctx, k, pcm + off * spf);
         if (st) {
             fprintf(stderr, "ember decode-codes: %s\n", ember_last_error());
             goto done;
@@ -190,10 +180,11 @@ int cmd_decode_codes(int argc, char **argv)
     double t_dec = cli_now_s() - t0;
     if (f32_path && write_f32(f32_path, pcm, n_samples)) goto done;
     if (wav_path) {
-        wav_writer w;
-        if (wav_open(&w, wav_path, (uint32_t)m->cfg.sample_rate) ||
-            wav_append(&w, pcm, n_samples) || wav_close(&w)) {
-            if (w.f) wav_abort(&w);
+        ember_wav *w = NULL;
+        ember_status st = ember_wav_open(wav_path, rate, &w);
+        if (!st && (st = ember_wav_write(w, pcm, n_samples))) ember_wav_abort(w);
+        else if (!st) st = ember_wav_close(w);
+        if (st) {
             fprintf(stderr, "ember decode-codes: %s\n", ember_last_error());
             goto done;
         }
@@ -210,15 +201,13 @@ int cmd_decode_codes(int argc, char **argv)
                   "\"peak\": %.6f, \"clipped\": %zu, \"kernels\": \"%s\"}\n"
                 : "frames %d  samples %zu  rate %d  load %.3f s  decode %.2f ms  (%.3f ms/frame)  "
                   "rms %.6f  peak %.6f  clipped %zu  kernels %s\n",
-           n_frames, n_samples, m->cfg.sample_rate, t_load, t_dec * 1e3,
-           n_frames ? t_dec * 1e3 / n_frames : 0.0, n_samples ? sqrt(sum / n_samples) : 0.0, peak,
-           clipped, m->kernels->name);
+           n_frames, n_samples, rate, t_load, t_dec * 1e3, n_frames ? t_dec * 1e3 / n_frames : 0.0,
+           n_samples ? sqrt(sum / n_samples) : 0.0, peak, clipped, ember_codec_kernels(codec));
     rc = 0;
 done:
     free(pcm);
     free(codes);
     free(chunks);
-    c2w_stream_free(s);
-    c2w_model_free(m);
+    ember_codec_free(codec);
     return rc;
 }
