@@ -147,12 +147,15 @@ const char *ember_quantize_types(void);
 
 /* Writes model as a GGUF file (llama.cpp's spark2_5 layout, tokenizer, chat
  * template and sampling defaults included) with its weight matrices in
- * `type` (ember_quantize_types()); norms and biases stay f32. progress may
- * be NULL. *n_tensors (may be NULL) gets the tensors written. The file is
- * written whole or not at all. Errors: INVALID_ARG (an unknown type), IO,
- * CANCELLED. Reads the model only: other threads may run sessions on it. */
+ * `type` (ember_quantize_types()); norms and biases stay f32. n_threads
+ * convert rows in parallel (0: one per CPU; the bytes do not depend on it).
+ * progress may be NULL. *n_tensors (may be NULL) gets the tensors written.
+ * The file is written whole or not at all. Errors: INVALID_ARG (an unknown
+ * type), IO, CANCELLED. Reads the model only: other threads may run
+ * sessions on it. */
 ember_status ember_model_quantize(const ember_model *model, const char *path, const char *type,
-                                  ember_progress_fn progress, void *user, size_t *n_tensors);
+                                  int32_t n_threads, ember_progress_fn progress, void *user,
+                                  size_t *n_tensors);
 
 typedef struct ember_session_params {
     int32_t max_context;   /* tokens the session can hold; sizes the full-layer

@@ -15,11 +15,12 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ember quantize IN OUT.gguf [--type q8_0|q4_k_m|...]\n"
+    fprintf(f, "usage: ember quantize IN OUT.gguf [--type q8_0|q4_k_m|...] [--threads N]\n"
                "  IN: a Hugging Face checkpoint directory or a GGUF file\n"
                "  --type: a format for every weight matrix, or one of llama.cpp's mixes\n"
                "          (default q8_0): %s.\n"
-               "          Norms and biases stay f32. OUT is written whole or not at all.\n",
+               "          Norms and biases stay f32. OUT is written whole or not at all.\n"
+               "  --threads: threads converting rows (default: one per CPU)\n",
             ember_quantize_types());
 }
 
@@ -49,14 +50,26 @@ static int on_progress(void *ctx, size_t done, size_t total)
 int cmd_quantize(int argc, char **argv)
 {
     static const struct option opts[] = {{"type", required_argument, 0, 't'},
+                                         {"threads", required_argument, 0, 'j'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *type = "q8_0";
+    int threads = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:j:h", opts, NULL)) != -1) {
         switch (c) {
         case 't': type = optarg; break;
+        case 'j': {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 4096) {
+                fprintf(stderr, "ember quantize: --threads must be a positive integer\n");
+                return 2;
+            }
+            threads = (int)v;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -86,7 +99,7 @@ int cmd_quantize(int argc, char **argv)
     }
     bar b = {isatty(STDERR_FILENO), -1};
     size_t n_tensors = 0;
-    ember_status st = ember_model_quantize(model, out, type, on_progress, &b, &n_tensors);
+    ember_status st = ember_model_quantize(model, out, type, threads, on_progress, &b, &n_tensors);
     if (b.tty && b.last >= 0) fprintf(stderr, "\r\033[K");
     ember_model_free(model);
     if (st != EMBER_OK) {

@@ -8,7 +8,8 @@
 const char *ember_quantize_types(void) { return quant_mix_names(); }
 
 ember_status ember_model_quantize(const ember_model *model, const char *path, const char *type,
-                                  ember_progress_fn progress, void *user, size_t *n_tensors)
+                                  int32_t n_threads, ember_progress_fn progress, void *user,
+                                  size_t *n_tensors)
 {
     if (n_tensors) *n_tensors = 0;
     if (!model || !path || !type)
@@ -17,7 +18,8 @@ ember_status ember_model_quantize(const ember_model *model, const char *path, co
     if (!mix)
         return ember_fail(EMBER_ERR_INVALID_ARG, "unknown quantization type '%s' (expected %s)", type,
                           quant_mix_names());
-    ember_status st = spark_gguf_write(model, path, mix, progress, user);
+    if (n_threads < 0) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_model_quantize: %d threads", n_threads);
+    ember_status st = spark_gguf_write(model, path, mix, n_threads, progress, user);
     if (!st && n_tensors) *n_tensors = spark_gguf_tensor_count(model);
     return st;
 }

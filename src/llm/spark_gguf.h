@@ -53,9 +53,11 @@ const char *spark_gguf_hf_name(const char *gguf_name, char *buf, size_t cap);
  * copied as is when already in that format), norms and biases as F32, the fused q_k_v_proj as one attn_qkv
  * tensor (rows Q, K, V), and the tokenizer metadata llama.cpp needs (see
  * spark_gguf_vocab), the chat template and sampling defaults
- * (spark_gguf_text). `progress` (may be NULL) gets bytes of tensor data done
- * and total; non-zero cancels. Nothing is left at `path` on failure. */
-ember_status spark_gguf_write(const ember_model *m, const char *path, const quant_mix *mix,
+ * (spark_gguf_text). Rows are converted in batches by n_threads threads
+ * (0: one per CPU); the bytes do not depend on it. `progress` (may be NULL)
+ * gets bytes of tensor data done and total; non-zero cancels. Nothing is
+ * left at `path` on failure. */
+ember_status spark_gguf_write(const ember_model *m, const char *path, const quant_mix *mix, int n_threads,
                               int (*progress)(void *ctx, size_t done, size_t total), void *ctx);
 
 /* Tensors spark_gguf_write writes for `m`. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/pool.h"
 #include "base/status.h"
 #include "kernels/formats.h"
 #include "kernels/rows8.h"
@@ -21,42 +22,73 @@ typedef struct mat_src {
     ek_matrix part[3];
     int n_parts;
     et_dtype to;
+    ember_pool *pool; /* converts batches of rows in parallel */
 } mat_src;
+
+/* Rows converted per batch: about this many output bytes (the writer then
+ * streams the batch while nothing else runs; a few MiB keeps it cheap). */
+#define BATCH_BYTES ((size_t)4 << 20)
+
+/* One batch: rows r0 .. r0+n of part m, converted to `to` in out. */
+typedef struct batch {
+    const ek_matrix *m;
+    et_dtype to;
+    int64_t r0, n, cols;
+    char *out;
+    size_t out_row;
+    float *scratch; /* 2 x cols floats per worker */
+} batch;
+
+static void convert_rows(void *ctx, int part, int n_parts, int worker)
+{
+    const batch *b = ctx;
+    const ek_matrix *m = b->m;
+    float *row = b->scratch + (size_t)worker * 2 * (size_t)b->cols, *plain = row + b->cols;
+    const size_t in_row = ek_row_bytes(m->dtype, b->cols);
+    int64_t begin, end;
+    pool_split(b->n, 1, part, n_parts, &begin, &end);
+    for (int64_t i = begin; i < end; i++) {
+        const int64_t r = b->r0 + i;
+        const char *src = (const char *)m->data + (size_t)r * in_row;
+        if (m->layout == EK_LAYOUT_ROWS8) { /* back in the file's row layout */
+            ek_rows8_unpack_row(m, r, plain);
+            src = (const char *)plain;
+        }
+        char *dst = b->out + (size_t)i * b->out_row;
+        if (m->dtype == b->to) {
+            memcpy(dst, src, in_row); /* as is: no round trip */
+        } else {
+            ek_format_of(m->dtype)->to_f32(src, row, b->cols);
+            ek_format_of(b->to)->from_f32(row, dst, b->cols);
+        }
+    }
+}
 
 static ember_status produce_matrix(void *ctx, gguf_sink *sink)
 {
     const mat_src *s = ctx;
-    const ek_format *to = ek_format_of(s->to);
-    int64_t cols = s->part[0].cols;
-    size_t out_row = ek_row_bytes(s->to, cols);
-    float *row = malloc((size_t)cols * sizeof *row + 1);
-    void *out = malloc(out_row + 1);
-    /* a row of an interleaved matrix, back in the file's row layout */
-    char *plain = malloc((size_t)cols * sizeof(float) + 1);
+    const int64_t cols = s->part[0].cols;
+    const size_t out_row = ek_row_bytes(s->to, cols);
+    int64_t per_batch = (int64_t)(BATCH_BYTES / out_row);
+    if (per_batch < 1) per_batch = 1;
+    int64_t most = 0;
+    for (int p = 0; p < s->n_parts; p++) most = s->part[p].rows > most ? s->part[p].rows : most;
+    if (per_batch > most) per_batch = most;
+    const int workers = pool_size(s->pool);
+    char *out = malloc((size_t)per_batch * out_row + 1);
+    float *scratch = malloc((size_t)workers * 2 * (size_t)cols * sizeof *scratch + 1);
     ember_status st = EMBER_OK;
-    if (!row || !out || !plain)
-        st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory converting a matrix");
+    if (!out || !scratch) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory converting a matrix");
     for (int p = 0; p < s->n_parts && !st; p++) {
-        const ek_matrix *m = &s->part[p];
-        size_t in_row = ek_row_bytes(m->dtype, cols);
-        for (int64_t r = 0; r < m->rows && !st; r++) {
-            const char *src = (const char *)m->data + (size_t)r * in_row;
-            if (m->layout == EK_LAYOUT_ROWS8) {
-                ek_rows8_unpack_row(m, r, plain);
-                src = plain;
-            }
-            if (m->dtype == s->to) {
-                st = gguf_sink_write(sink, src, in_row); /* as is: no round trip */
-            } else {
-                ek_format_of(m->dtype)->to_f32(src, row, cols);
-                to->from_f32(row, out, cols);
-                st = gguf_sink_write(sink, out, out_row);
-            }
+        batch b = {&s->part[p], s->to, 0, 0, cols, out, out_row, scratch};
+        for (b.r0 = 0; b.r0 < s->part[p].rows && !st; b.r0 += b.n) {
+            b.n = s->part[p].rows - b.r0 < per_batch ? s->part[p].rows - b.r0 : per_batch;
+            pool_run(s->pool, convert_rows, &b, workers);
+            st = gguf_sink_write(sink, out, (size_t)b.n * out_row);
         }
     }
-    free(row);
     free(out);
-    free(plain);
+    free(scratch);
     return st;
 }
 
@@ -201,7 +233,7 @@ size_t spark_gguf_tensor_count(const ember_model *m)
     return n;
 }
 
-ember_status spark_gguf_write(const ember_model *m, const char *path, const quant_mix *mix,
+ember_status spark_gguf_write(const ember_model *m, const char *path, const quant_mix *mix, int n_threads,
                               int (*progress)(void *ctx, size_t done, size_t total), void *ctx)
 {
     if (!m || !path || !mix) return ember_fail(EMBER_ERR_INVALID_ARG, "spark_gguf_write: NULL argument");
@@ -211,10 +243,12 @@ ember_status spark_gguf_write(const ember_model *m, const char *path, const quan
                           "plainly to write it");
     const spark_config *c = &m->cfg;
     gguf_writer *w = NULL;
+    ember_pool *pool = NULL;
     /* one source per matrix: embedding, lm_head, 6 per layer */
     mat_src *srcs = calloc(2 + 6 * (size_t)c->n_layers, sizeof *srcs), *next = srcs;
-    ember_status st = srcs ? gguf_writer_create(&w)
+    ember_status st = srcs ? pool_create(n_threads > 0 ? n_threads : pool_cpu_count(), &pool)
                            : ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", path);
+    if (!st) st = gguf_writer_create(&w);
     const bool tied = c->tie_embeddings;
     if (!st) st = put_metadata(w, m, mix);
     if (!st)
@@ -225,9 +259,11 @@ ember_status spark_gguf_write(const ember_model *m, const char *path, const quan
         st = add_matrix(w, next++, "output.weight",
                         quant_mix_type(mix, QM_OUTPUT, 0, c->n_layers, m->lm_head.cols, tied), &m->lm_head, 1);
     for (int32_t i = 0; i < c->n_layers && !st; i++) st = add_layer(w, m, i, mix, &next);
+    for (mat_src *p = srcs; p && p < next; p++) p->pool = pool;
     if (!st) st = gguf_write(w, path, progress, ctx);
     if (st) ember_fail_prefix(st, "writing %s", path);
     gguf_writer_free(w);
+    pool_free(pool);
     free(srcs);
     return st;
 }

@@ -95,7 +95,7 @@ static void check_same_logits(et_dtype dt, ember_type load_as, const char *name)
     ember_model *src = load(tiny(), EMBER_TYPE_NONE), *ref = load(tiny(), load_as), *got = NULL;
     const char *path = tmp_path(name);
     REQUIRE(src && ref);
-    REQUIRE(spark_gguf_write(src, path, quant_mix_single(dt), NULL, NULL) == EMBER_OK);
+    REQUIRE(spark_gguf_write(src, path, quant_mix_single(dt), 0, NULL, NULL) == EMBER_OK);
     got = load(path, EMBER_TYPE_NONE);
     if (got) {
         int na = 0, nb = 0;
@@ -161,7 +161,7 @@ static void test_gguf_converts_at_load(void)
 {
     ember_model *src = load(tiny(), EMBER_TYPE_NONE), *ref = load(tiny(), EMBER_TYPE_Q8_0), *got = NULL;
     REQUIRE(src && ref);
-    CHECK(spark_gguf_write(src, tmp_path("conv.gguf"), quant_mix_single(ET_F32), NULL, NULL) == EMBER_OK);
+    CHECK(spark_gguf_write(src, tmp_path("conv.gguf"), quant_mix_single(ET_F32), 0, NULL, NULL) == EMBER_OK);
     got = load(tmp_path("conv.gguf"), EMBER_TYPE_Q8_0);
     if (got) {
         int na = 0, nb = 0;
@@ -178,7 +178,7 @@ static void test_gguf_converts_at_load(void)
     ember_model_params mp = ember_model_default_params();
     mp.all_full_attention = 1;
     REQUIRE(ember_model_load(tiny(), &mp, &src) == EMBER_OK);
-    EXPECT_FAIL(spark_gguf_write(src, tmp_path("full.gguf"), quant_mix_single(ET_F32), NULL, NULL),
+    EXPECT_FAIL(spark_gguf_write(src, tmp_path("full.gguf"), quant_mix_single(ET_F32), 0, NULL, NULL),
                 EMBER_ERR_INVALID_ARG, "all_full_attention");
     ember_model_free(src);
 }
@@ -196,15 +196,32 @@ static unsigned char *slurp(const char *path, size_t *n)
     return p;
 }
 
+/* The rows are converted by a pool: 1 and 3 threads write the same bytes
+ * (from a model whose matrices were converted at load into the rows8
+ * layout, so the unpacking runs in parallel too). */
+static void test_threads_write_the_same_bytes(void)
+{
+    ember_model *m = load(tiny(), EMBER_TYPE_Q8_0);
+    REQUIRE(m);
+    CHECK(spark_gguf_write(m, tmp_path("t1.gguf"), quant_mix_single(ET_Q4_0), 1, NULL, NULL) == EMBER_OK);
+    CHECK(spark_gguf_write(m, tmp_path("t3.gguf"), quant_mix_single(ET_Q4_0), 3, NULL, NULL) == EMBER_OK);
+    ember_model_free(m);
+    size_t na = 0, nb = 0;
+    unsigned char *a = slurp(tmp_path("t1.gguf"), &na), *b = slurp(tmp_path("t3.gguf"), &nb);
+    CHECK(a && b && na == nb && na > 0 && !memcmp(a, b, na));
+    free(a);
+    free(b);
+}
+
 /* GGUF -> model -> GGUF at the same type reproduces the file byte for byte. */
 static void test_requantize_same_type_is_identity(void)
 {
     ember_model *src = load(tiny(), EMBER_TYPE_NONE), *g = NULL;
     REQUIRE(src);
-    CHECK(spark_gguf_write(src, tmp_path("a.gguf"), quant_mix_single(ET_Q4_0), NULL, NULL) == EMBER_OK);
+    CHECK(spark_gguf_write(src, tmp_path("a.gguf"), quant_mix_single(ET_Q4_0), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(src);
     REQUIRE((g = load(tmp_path("a.gguf"), EMBER_TYPE_NONE)) != NULL);
-    CHECK(spark_gguf_write(g, tmp_path("b.gguf"), quant_mix_single(ET_Q4_0), NULL, NULL) == EMBER_OK);
+    CHECK(spark_gguf_write(g, tmp_path("b.gguf"), quant_mix_single(ET_Q4_0), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(g);
     size_t na = 0, nb = 0;
     unsigned char *a = slurp(tmp_path("a.gguf"), &na), *b = slurp(tmp_path("b.gguf"), &nb);
@@ -225,10 +242,10 @@ static void test_cancel_leaves_no_file(void)
     ember_model *m = load(tiny(), EMBER_TYPE_NONE);
     REQUIRE(m);
     int calls = 0;
-    EXPECT_FAIL(spark_gguf_write(m, tmp_path("c.gguf"), quant_mix_single(ET_Q8_0), cancel_second, &calls),
+    EXPECT_FAIL(spark_gguf_write(m, tmp_path("c.gguf"), quant_mix_single(ET_Q8_0), 0, cancel_second, &calls),
                 EMBER_ERR_CANCELLED, "cancelled");
     CHECK(calls == 2 && !exists(tmp_path("c.gguf")) && !exists(tmp_path("c.gguf.tmp")));
-    EXPECT_FAIL(spark_gguf_write(m, tmp_path("none/c.gguf"), quant_mix_single(ET_Q8_0), NULL, NULL), EMBER_ERR_IO,
+    EXPECT_FAIL(spark_gguf_write(m, tmp_path("none/c.gguf"), quant_mix_single(ET_Q8_0), 0, NULL, NULL), EMBER_ERR_IO,
                 "cannot create");
     ember_model_free(m);
 }
@@ -276,7 +293,7 @@ static void test_synthesized_vocab(void)
     ember_model *m = load(tmp_path("notok"), EMBER_TYPE_NONE);
     gguf_file *f = NULL;
     REQUIRE(m);
-    REQUIRE(spark_gguf_write(m, tmp_path("syn.gguf"), quant_mix_single(ET_F32), NULL, NULL) == EMBER_OK);
+    REQUIRE(spark_gguf_write(m, tmp_path("syn.gguf"), quant_mix_single(ET_F32), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(m);
     REQUIRE(gguf_open(tmp_path("syn.gguf"), &f) == EMBER_OK);
     const gguf_value *tok = arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING);
@@ -360,7 +377,7 @@ static void test_vocab_from_tokenizer_json(void)
     REQUIRE(make_tok_dir(dir, text) == 0);
     free(text);
     REQUIRE((m = load(dir, EMBER_TYPE_NONE)) != NULL);
-    REQUIRE(spark_gguf_write(m, tmp_path("tok.gguf"), quant_mix_single(ET_Q8_0), NULL, NULL) == EMBER_OK);
+    REQUIRE(spark_gguf_write(m, tmp_path("tok.gguf"), quant_mix_single(ET_Q8_0), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(m);
     REQUIRE(gguf_open(tmp_path("tok.gguf"), &f) == EMBER_OK);
     const gguf_value *tok = arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING);
@@ -383,7 +400,7 @@ static void test_vocab_from_tokenizer_json(void)
 
     /* the GGUF's tokenizer is carried over when re-quantizing it */
     REQUIRE((m = load(tmp_path("tok.gguf"), EMBER_TYPE_NONE)) != NULL);
-    REQUIRE(spark_gguf_write(m, tmp_path("tok2.gguf"), quant_mix_single(ET_F16), NULL, NULL) == EMBER_OK);
+    REQUIRE(spark_gguf_write(m, tmp_path("tok2.gguf"), quant_mix_single(ET_F16), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(m);
     REQUIRE(gguf_open(tmp_path("tok2.gguf"), &f) == EMBER_OK);
     tok = arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING);
@@ -399,7 +416,7 @@ static void test_bad_tokenizer_json(void)
     REQUIRE(make_tok_dir(dir, text) == 0);
     free(text);
     REQUIRE((m = load(dir, EMBER_TYPE_NONE)) != NULL);
-    EXPECT_FAIL(spark_gguf_write(m, out, quant_mix_single(ET_Q8_0), NULL, NULL), EMBER_ERR_FORMAT,
+    EXPECT_FAIL(spark_gguf_write(m, out, quant_mix_single(ET_Q8_0), 0, NULL, NULL), EMBER_ERR_FORMAT,
                 "tokenizer.json: token 'far' has id 600, outside the model's vocab of 512");
     CHECK(!exists(out));
     ember_model_free(m);
@@ -408,7 +425,7 @@ static void test_bad_tokenizer_json(void)
     REQUIRE(make_tok_dir(dir2, text) == 0);
     free(text);
     REQUIRE((m = load(dir2, EMBER_TYPE_NONE)) != NULL);
-    EXPECT_FAIL(spark_gguf_write(m, out, quant_mix_single(ET_Q8_0), NULL, NULL), EMBER_ERR_UNSUPPORTED, "not \"BPE\"");
+    EXPECT_FAIL(spark_gguf_write(m, out, quant_mix_single(ET_Q8_0), 0, NULL, NULL), EMBER_ERR_UNSUPPORTED, "not \"BPE\"");
     CHECK(!exists(out));
     ember_model_free(m);
 }
@@ -674,7 +691,7 @@ static void test_untied_output(void)
     REQUIRE(m);
     CHECK(!m->cfg.tie_embeddings && m->lm_head.data != m->embed.data && m->lm_head.dtype == ET_Q8_0);
     /* written back, the output tensor is kept */
-    CHECK(spark_gguf_write(m, tmp_path("untied2.gguf"), quant_mix_single(ET_Q8_0), NULL, NULL) == EMBER_OK);
+    CHECK(spark_gguf_write(m, tmp_path("untied2.gguf"), quant_mix_single(ET_Q8_0), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(m);
     gguf_file *f = NULL;
     REQUIRE(gguf_open(tmp_path("untied2.gguf"), &f) == EMBER_OK);
@@ -735,6 +752,7 @@ int main(int argc, char **argv)
     RUN(test_interleaved_layout_same_logits);
     RUN(test_gguf_converts_at_load);
     RUN(test_requantize_same_type_is_identity);
+    RUN(test_threads_write_the_same_bytes);
     RUN(test_cancel_leaves_no_file);
     RUN(test_synthesized_vocab);
     RUN(test_vocab_from_tokenizer_json);

@@ -424,7 +424,7 @@ static int write_model_gguf(const char *dir, const char *path)
     ember_model_params mp = ember_model_default_params();
     ember_model *m = NULL;
     ember_status st = ember_model_load(dir, &mp, &m);
-    if (!st) st = spark_gguf_write(m, path, quant_mix_single(ET_Q8_0), NULL, NULL);
+    if (!st) st = spark_gguf_write(m, path, quant_mix_single(ET_Q8_0), 0, NULL, NULL);
     if (st) printf("     %s -> %s: %s\n", dir, path, ember_last_error());
     ember_model_free(m);
     return st != EMBER_OK;
