@@ -157,7 +157,9 @@ ember_status ember_tts_speak(ember_tts *t, const ember_speech_request *rq, ember
     r.language = rq->language;
     r.greedy = rq->greedy;
     r.seed = rq->seed;
-    r.max_frames = rq->max_frames > 0 && rq->max_frames < t->p.max_frames ? rq->max_frames : t->p.max_frames;
+    /* as documented: the request's, else the model's max_new_tokens, capped by the load's */
+    int32_t want = rq->max_frames > 0 ? rq->max_frames : t->m->gen.max_new_tokens;
+    r.max_frames = want > 0 && want < t->p.max_frames ? want : t->p.max_frames;
     speak_ctx k = {t, on_f32, on_s16, user, 0};
     tts_synth_stats ss;
     memset(&ss, 0, sizeof ss);
