@@ -51,6 +51,25 @@ void llm_ring_snapshot_free(llm_ring_snapshot *snap)
     memset(snap, 0, sizeof *snap);
 }
 
+/* Writes the rows of snap (taken at position n, by this session or another
+ * with the same KV format) into s's sliding layers, in the order
+ * llm_ring_snapshot_take wrote them. */
+static void restore_rings(ember_session *s, int64_t n, const llm_ring_snapshot *snap)
+{
+    const char *row = snap->rows;
+    kv_cache *kv = &s->kv;
+    for (int32_t i = 0; i < kv->n_layers; i++) {
+        kv_layer *L = &kv->layers[i];
+        if (!L->window) continue;
+        for (int side = 0; side < 2; side++)
+            for (int32_t g = 0; g < kv->kv_heads; g++)
+                for (int64_t pos = ring_first(L, n); pos < n; pos++) {
+                    memcpy(row_at(L, side ? L->v : L->k, g, pos), row, L->row_bytes);
+                    row += L->row_bytes;
+                }
+    }
+}
+
 ember_status llm_session_resume(ember_session *dst, const ember_session *src, int64_t n,
                                 const llm_ring_snapshot *snap)
 {
@@ -62,7 +81,6 @@ ember_status llm_session_resume(ember_session *dst, const ember_session *src, in
                           (long long)n, (long long)src->pos, dst->p.max_context,
                           n < src->pos ? " needs a snapshot at that position" : "");
     const kv_cache *from = &src->kv;
-    const char *snap_row = n < src->pos ? snap->rows : NULL;
     for (int32_t i = 0; i < from->n_layers; i++) {
         const kv_layer *S = &from->layers[i];
         kv_layer *D = &dst->kv.layers[i];
@@ -71,15 +89,14 @@ ember_status llm_session_resume(ember_session *dst, const ember_session *src, in
                 if (!S->window) { /* full: the first n rows, contiguous in both */
                     memcpy(row_at(D, side ? D->v : D->k, g, 0), row_at(S, side ? S->v : S->k, g, 0),
                            (size_t)n * S->row_bytes);
-                    continue;
-                }
-                for (int64_t pos = ring_first(S, n); pos < n; pos++) {
-                    const char *row = snap_row ? snap_row : row_at(S, side ? S->v : S->k, g, pos);
-                    memcpy(row_at(D, side ? D->v : D->k, g, pos), row, S->row_bytes);
-                    if (snap_row) snap_row += S->row_bytes;
+                } else if (n == src->pos) { /* the source's rings hold exactly these */
+                    for (int64_t pos = ring_first(S, n); pos < n; pos++)
+                        memcpy(row_at(D, side ? D->v : D->k, g, pos), row_at(S, side ? S->v : S->k, g, pos),
+                               S->row_bytes);
                 }
             }
     }
+    if (n < src->pos) restore_rings(dst, n, snap); /* the source ran past n */
     dst->pos = n;
     dst->has_logits = 0;
     return EMBER_OK;
@@ -91,18 +108,7 @@ ember_status llm_session_rewind(ember_session *s, int64_t n, const llm_ring_snap
         return ember_fail(EMBER_ERR_INVALID_ARG,
                           "rewind: a session holding %lld tokens goes back to %lld only with a snapshot there",
                           s ? (long long)s->pos : 0LL, (long long)n);
-    const char *snap_row = n < s->pos ? snap->rows : NULL;
-    kv_cache *kv = &s->kv;
-    for (int32_t i = 0; snap_row && i < kv->n_layers; i++) {
-        kv_layer *L = &kv->layers[i];
-        if (!L->window) continue; /* full: rows 0..n are untouched */
-        for (int side = 0; side < 2; side++)
-            for (int32_t g = 0; g < kv->kv_heads; g++)
-                for (int64_t pos = ring_first(L, n); pos < n; pos++) {
-                    memcpy(row_at(L, side ? L->v : L->k, g, pos), snap_row, L->row_bytes);
-                    snap_row += L->row_bytes;
-                }
-    }
+    if (n < s->pos) restore_rings(s, n, snap); /* full layers: rows 0..n are untouched */
     s->pos = n;
     s->has_logits = 0;
     return EMBER_OK;
