@@ -90,8 +90,11 @@ ember_status ember_profile_apply(const char *model_dir, const ember_profile_para
                                  char **why);
 
 /* The same for a Qwen3-TTS directory before ember_tts_load: the talker and
- * predictor's weight format (when tp->weight_type is NONE). Threads stay
- * tp's. *applied and *why as above (why: the format's reason). */
+ * predictor's weight format (when tp->weight_type is NONE), and where the
+ * threads run (when n_generator_cpus / n_decoder_cpus are 0): the
+ * generator on the profile's decode CPUs, the audio decoder on its audio
+ * CPUs. Thread counts stay tp's. *applied and *why as above (why: the
+ * format's, the threads' and the placement's reasons). */
 ember_status ember_profile_apply_tts(const char *dir, const ember_profile_params *p, ember_tts_params *tp,
                                      int *applied, char **why);
 

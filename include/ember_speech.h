@@ -32,9 +32,31 @@ typedef struct ember_tts_params {
     ember_type decoder_type; /* speech decoder: NONE/F32 (default) or BF16 */
     const char *kernels;     /* NULL: the best set this CPU runs */
     int32_t n_threads;       /* generator threads incl. the caller; 0: one per CPU */
-    int32_t decoder_threads; /* decoder threads; 0: one per CPU (they take turns) */
+    int32_t decoder_threads; /* decoder threads while the generator runs; 0: half the
+                                CPUs (a chunk decoded alone uses every CPU) */
     int32_t max_frames;      /* the longest utterance in 80 ms frames; default 1000 */
     int32_t max_text_tokens; /* the longest text; default 512 */
+    int32_t alone_chunks;    /* the first N chunks of a request (-1: all) decode on every
+                                CPU while the generator waits, the rest beside it;
+                                default 1: the first audio as early as possible */
+    /* Where the threads run: the generator's (the caller's thread and its
+     * helpers) and the decoder's are pinned to these CPUs; n 0 (default):
+     * unpinned. ember_profile_apply_tts fills both from the derived profile. */
+    int32_t generator_cpus[256];
+    int32_t n_generator_cpus;
+    int32_t decoder_cpus[256];
+    int32_t n_decoder_cpus;
+    int warm_up;             /* 1: one short request whose audio is dropped runs at load,
+                                so the first real one finds caches and buffers warm
+                                (~100 ms earlier first audio); default 0 */
+    int calibration;         /* 1: requests without chunks follow this machine's cached
+                                calibration for the model (under $XDG_CACHE_HOME/ember:
+                                a measured chunk ramp, or the adaptive controller), and
+                                each finished request refreshes that cache; default 0:
+                                the default ramp, nothing read or written */
+    int codes_only;          /* 1: load the talker and predictor only (no
+                                speech_tokenizer/ needed): ember_tts_codes works,
+                                ember_tts_speak fails; default 0 */
 } ember_tts_params;
 
 ember_tts_params ember_tts_default_params(void);
@@ -44,11 +66,22 @@ ember_tts_params ember_tts_default_params(void);
 ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tts **out);
 void ember_tts_free(ember_tts *tts);
 
-/* Samples per second of the PCM (24000). */
+/* Samples per second of the PCM (24000; 0 with codes_only). */
 int32_t ember_tts_sample_rate(const ember_tts *tts);
+/* Codes per frame (16). */
+int32_t ember_tts_codebooks(const ember_tts *tts);
+
+/* What the load set up, as a JSON object in *json (ember_free): the
+ * "weights" format that runs, "kernels", "generator_threads",
+ * "decoder_threads", "generator_cpus" and "decoder_cpus" (empty: unpinned),
+ * "samples_per_frame", "sample_rate", "speakers" and "languages" (the
+ * checkpoint's), and "chunking": "default", "calibrated" (a measured ramp)
+ * or "adaptive", with the calibration's "ramp", "rate_fps", "path" and a
+ * one-line "description" of them. */
+ember_status ember_tts_info(const ember_tts *tts, char **json);
 
 typedef struct ember_speech_request {
-    const char *text;     /* UTF-8, required */
+    const char *text;     /* UTF-8; required unless text_ids are given */
     const char *speaker;  /* a speaker of the checkpoint ("ryan"), or NULL */
     const char *language; /* "english", ..., NULL or "auto" */
     uint64_t seed;        /* default 0 */
@@ -56,8 +89,25 @@ typedef struct ember_speech_request {
                              model's generation_config says) */
     int32_t max_frames;   /* 0 (default): the model's max_new_tokens, capped by the
                              params' max_frames */
+    int32_t min_frames;   /* the end of speech is refused before; 0 (default): the
+                             model's min_new_tokens (a benchmark sets max_frames) */
     const char *chunks;   /* frames per chunk, "2,4,8,16,25" (the last repeats);
-                             NULL: that default ramp */
+                             NULL: the calibration's (params.calibration), else that
+                             default ramp */
+    /* the prompt's token ids instead of text: those of
+     * "<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n" */
+    const int32_t *text_ids;
+    size_t n_text_ids;
+    int streaming_text;   /* 1: the text enters one token per frame, as it would while
+                             an LLM still writes it; default 0: all in the prompt */
+    /* sampling of the talker and the predictor alike; negative (default):
+     * generation_config's. temperature 0 is greedy. */
+    float temperature;
+    int32_t top_k;        /* 0: off */
+    float top_p;          /* in (0, 1] */
+    float repetition_penalty; /* > 0 */
+    ember_stats *stats;   /* step statistics (NULL: off): per frame the talker and
+                             predictor, per chunk the decoder and its handoff */
 } ember_speech_request;
 
 ember_speech_request ember_speech_default_request(void);
@@ -81,6 +131,8 @@ typedef struct ember_speech_timings {
     double talker_ms, predictor_ms, decoder_ms; /* totals */
     double first_audio_ms; /* the first chunk ready */
     double total_ms;
+    int32_t prompt_tokens; /* the talker's prompt */
+    int stopped_at_eos;    /* 1: the model ended the utterance; 0: max_frames did */
 } ember_speech_timings;
 
 /* Speaks one request: each decoded chunk goes to on_f32 and/or on_s16 (either
@@ -90,6 +142,17 @@ typedef struct ember_speech_timings {
  * CANCELLED (a callback or ember_tts_cancel). */
 ember_status ember_tts_speak(ember_tts *tts, const ember_speech_request *rq, ember_pcm_f32_fn on_f32,
                              ember_pcm_s16_fn on_s16, void *user, ember_speech_timings *timings);
+
+/* One frame's codes (ember_tts_codebooks() of them), valid during the call,
+ * on the generating thread. Non-zero cancels the request. */
+typedef int (*ember_codes_fn)(void *user, const int32_t *codes, int32_t n_codes, int32_t frame);
+
+/* The frames alone, without decoding them to audio (for another decoder, a
+ * file, a test): each frame's codes go to on_codes as it is made. Works on
+ * a codes_only load too. The request's chunks are ignored; timings as in
+ * ember_tts_speak (no chunks, no decoder time). Errors as ember_tts_speak. */
+ember_status ember_tts_codes(ember_tts *tts, const ember_speech_request *rq, ember_codes_fn on_codes,
+                             void *user, ember_speech_timings *timings);
 
 /* Stops the request running on tts at its next chunk (any thread). A cancel
  * that arrives while none runs stops the next one at its first chunk. */

@@ -41,7 +41,7 @@ const char *cli_type_name(ember_type t)
     return t == EMBER_TYPE_NONE ? "as stored" : "?";
 }
 
-static int parse_int(const char *arg, long lo, long hi, int32_t *out)
+int cli_parse_int(const char *arg, long lo, long hi, int32_t *out)
 {
     char *end;
     long v = strtol(arg, &end, 10);
@@ -56,14 +56,14 @@ int cli_common_option(int c, const char *arg, const char *cmd, ember_model_param
     int bad = 0;
     switch (c) {
     case CLI_OPT_DTYPE: bad = cli_parse_type(arg, &mp->weight_type); break;
-    case CLI_OPT_THREADS: bad = parse_int(arg, 1, 1024, &sp->n_threads); break;
+    case CLI_OPT_THREADS: bad = cli_parse_int(arg, 1, 1024, &sp->n_threads); break;
     case CLI_OPT_KERNELS: mp->kernels = arg; break;
     case CLI_OPT_GELU:
         if (!strcmp(arg, "erf")) mp->gelu = EMBER_GELU_ERF;
         else if (!strcmp(arg, "tanh")) mp->gelu = EMBER_GELU_TANH;
         else bad = 1;
         break;
-    case CLI_OPT_CHUNK: bad = parse_int(arg, 1, 65536, &sp->prefill_chunk); break;
+    case CLI_OPT_CHUNK: bad = cli_parse_int(arg, 1, 65536, &sp->prefill_chunk); break;
     case CLI_OPT_KV_TYPE:
         bad = cli_parse_type(arg, &sp->kv_type) || sp->kv_type == EMBER_TYPE_BF16 ||
               sp->kv_type == EMBER_TYPE_Q4_0;

@@ -28,6 +28,11 @@ int cmd_probe(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench_tts(int argc, char **argv); /* `bench tts-codes`, called by cmd_bench */
 int cmd_bench_speech(int argc, char **argv); /* `bench tts` */
+/* `tts-codes --golden FILE` (parity_tts.c): greedy frames and teacher-forced
+ * logits against a reference/tts_golden.py file; prints a report (JSON
+ * with json). Returns the exit status. */
+int parity_tts_golden(const char *dir, ember_type weight_type, const char *kernels, int32_t n_threads,
+                      const char *path, int json);
 
 /* `bench llm --batch`: `rows` sessions decoding in lockstep (cmd_bench_batch.c). */
 typedef struct cli_batch_result {
@@ -151,6 +156,9 @@ int cli_is_model(const char *path);
 /* The whole of a text file ("-": stdin), NUL-terminated (free); NULL on
  * failure, with "ember CMD: cannot read PATH" printed. */
 char *cli_read_text(const char *path, const char *cmd);
+
+/* A whole decimal integer in [lo, hi] into *out; 0, or -1 (nothing set). */
+int cli_parse_int(const char *arg, long lo, long hi, int32_t *out);
 
 /* Parses "1,2,3" into a malloc'd array; returns 0 on success. */
 int cli_parse_ids(const char *text, int32_t **ids, size_t *n);

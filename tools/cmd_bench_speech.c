@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "tts_cli.h"
-#include "tts_engine.h"
+#include "cli_tts.h"
+#include "edge/latency_report.h"
 
 #define MAX_CHUNKS 4096
 
@@ -28,7 +28,7 @@ static void usage(FILE *f)
             "  --report DIR writes DIR/latency.json and DIR/latency.svg: the last rep's chunk\n"
             "  arrivals against playback, stalls marked\n"
             "engine options:\n%s",
-            tts_engine_usage);
+            cli_tts_usage);
 }
 
 typedef struct trace {
@@ -40,7 +40,7 @@ typedef struct trace {
     cli_rss peak;
 } trace;
 
-static int on_pcm(void *user, const float *pcm, size_t n, const tts_chunk_info *info)
+static int on_pcm(void *user, const float *pcm, size_t n, const ember_speech_chunk *info)
 {
     trace *t = user;
     (void)pcm, (void)n;
@@ -74,7 +74,7 @@ static double percentile(double *v, int n, double q)
 enum { M_TTFA, M_PLAYBACK, M_RTF, M_TALKER, M_PREDICTOR, M_DECODER, M_GAP50, M_GAP95, M_GAPMAX,
        M_COUNT };
 
-static void measure(trace *t, const tts_synth_stats *st, double frame_ms, double *r)
+static void measure(trace *t, const ember_speech_timings *st, double frame_ms, double *r)
 {
     double delivered = 0, *gaps = t->gaps;
     r[M_TTFA] = t->n ? t->ready_ms[0] : 0.0;
@@ -106,64 +106,59 @@ int cmd_bench_speech(int argc, char **argv)
         {"language", required_argument, 0, O_LANGUAGE}, {"trace", no_argument, 0, O_TRACE},
         {"report", required_argument, 0, O_REPORT},
         {"help", no_argument, 0, 'h'},
-        TTS_ENGINE_OPTIONS,                       {0, 0, 0, 0}};
-    tts_engine_opts eo;
-    tts_engine_opts_init(&eo);
-    const char *text = "The quick brown fox jumps over the lazy dog, then naps in the warm sun.";
-    const char *speaker = NULL, *language = NULL, *report_dir = NULL;
+        CLI_TTS_OPTIONS,                          {0, 0, 0, 0}};
+    cli_tts_opts to;
+    cli_tts_opts_init(&to);
+    ember_speech_request rq = ember_speech_default_request();
+    rq.text = "The quick brown fox jumps over the lazy dog, then naps in the warm sun.";
+    const char *report_dir = NULL;
     int frames = 100, reps = 3, json = 0, trace_chunks = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'm': eo.dir = optarg; break;
-        case O_TEXT: text = optarg; break;
+        case 'm': to.dir = optarg; break;
+        case O_TEXT: rq.text = optarg; break;
         case O_FRAMES: frames = atoi(optarg); break;
         case O_REPS: reps = atoi(optarg); break;
         case O_JSON: json = 1; break;
-        case O_SPEAKER: speaker = optarg; break;
-        case O_LANGUAGE: language = optarg; break;
+        case O_SPEAKER: rq.speaker = optarg; break;
+        case O_LANGUAGE: rq.language = optarg; break;
         case O_TRACE: trace_chunks = 1; break;
         case O_REPORT: report_dir = optarg; break;
         case 'h': usage(stdout); return 0;
         default: {
-            int r = tts_engine_option(c, optarg, "bench tts", &eo);
+            int r = cli_tts_option(c, optarg, "bench tts", &to);
             if (r == 1) break;
             if (r == 0) usage(stderr);
             return 2;
         }
         }
     }
-    if (!eo.dir || frames < 1 || frames > 100000 || reps < 1 || reps > 15) {
+    if (!to.dir || frames < 1 || frames > 100000 || reps < 1 || reps > 15) {
         usage(stderr);
         return 2;
     }
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    if (tts_cli_encode(eo.dir, text, &ids, &n_ids)) return 1;
-    tts_engine e;
-    tts_engine_calibration_load(&eo, "bench tts", 1);
+    /* exactly `frames` frames a rep: random weights would stop anywhere */
+    rq.max_frames = rq.min_frames = frames;
+    rq.seed = 1234;
+    rq.chunks = to.chunks;
+    cli_tts_info info;
     double t0 = cli_now_s();
-    if (tts_engine_open(&e, &eo, (int32_t)n_ids, frames, "bench tts")) {
-        free(ids);
-        return 1;
-    }
+    ember_tts *tts = cli_tts_load(&to, (int32_t)strlen(rq.text) + 16, frames, "bench tts", 1, &info);
+    if (!tts) return 1;
     double load_s = cli_now_s() - t0;
-    const tts_config *cfg = &e.m->cfg;
-    tts_request rq = {ids, n_ids,
-                      speaker ? speaker : (cfg->n_speakers ? cfg->speakers[0].name : NULL),
-                      language ? language : (cfg->n_languages ? cfg->languages[0].name : NULL),
-                      0, 0, 1234, frames, frames, NULL};
-    const double frame_ms = 1000.0 * e.dm->cfg.samples_per_frame / e.dm->cfg.sample_rate;
+    if (!rq.speaker && info.speaker[0]) rq.speaker = info.speaker;
+    if (!rq.language && info.language[0]) rq.language = info.language;
+    const double frame_ms = 1000.0 * info.samples_per_frame / info.sample_rate;
     trace *t = calloc(1, sizeof *t);
     double res[15][M_COUNT];
-    tts_synth_stats st = {0};
+    ember_speech_timings st = {0};
     int rc = 1;
     if (!t) goto done;
     t->verbose = trace_chunks;
     for (int r = 0; r < reps; r++) {
         t->n = 0;
-        tts_engine_start_request(&e, &eo);
-        if (tts_synthesize(e.gen, e.dec, &rq, &eo.pipeline, on_pcm, t, &st)) {
+        if (ember_tts_speak(tts, &rq, on_pcm, NULL, t, &st)) {
             fprintf(stderr, "ember bench tts: %s\n", ember_last_error());
             goto done;
         }
@@ -175,19 +170,18 @@ int cmd_bench_speech(int argc, char **argv)
         for (int r = 0; r < reps; r++) col[r] = res[r][k];
         med[k] = cli_median(col, reps);
     }
-    const char *weights = edge_type_name(e.m->weight_type);
-    const char *chunking = eo.pipeline.controller.next ? "adaptive" : "schedule";
+    const char *chunking = info.adaptive ? "adaptive" : "schedule";
     if (report_dir) {
         /* the last rep's arrivals as the picture and the metrics' JSON */
         edge_chunk_time *arr = calloc((size_t)(t->n ? t->n : 1), sizeof *arr);
         char title[256];
-        snprintf(title, sizeof title, "ember tts, %s, %s talker/predictor, %d frames", eo.dir,
-                 weights, frames);
+        snprintf(title, sizeof title, "ember tts, %s, %s talker/predictor, %d frames", to.dir, info.weights,
+                 frames);
         for (int32_t i = 0; arr && i < t->n; i++) {
             arr[i].t_ms = t->ready_ms[i];
-            arr[i].samples = (int64_t)t->frames[i] * e.dm->cfg.samples_per_frame;
+            arr[i].samples = (int64_t)t->frames[i] * info.samples_per_frame;
         }
-        if (!arr || edge_latency_write_report(report_dir, arr, t->n, e.dm->cfg.sample_rate, title)) {
+        if (!arr || edge_latency_write_report(report_dir, arr, t->n, info.sample_rate, title)) {
             fprintf(stderr, "ember bench tts: --report: %s\n", arr ? ember_last_error() : "out of memory");
             free(arr);
             goto done;
@@ -204,8 +198,8 @@ int cmd_bench_speech(int argc, char **argv)
                "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
                "\"chunk_gap_ms\": {\"p50\": %.1f, \"p95\": %.1f, \"max\": %.1f}, "
                "\"peak_rss_bytes\": %zu}\n",
-               eo.dir, e.m->kernels->name, weights, edge_type_name(eo.decoder_dtype), chunking,
-               e.gen_threads, e.dec_threads, frames, reps, t->n, load_s, st.prefill_ms, med[0],
+               to.dir, info.kernels, info.weights, cli_type_name(to.params.decoder_type), chunking,
+               info.generator_threads, info.decoder_threads, frames, reps, t->n, load_s, st.prefill_ms, med[0],
                res[0][M_TTFA], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
                t->peak.anon + t->peak.file);
     else
@@ -213,11 +207,10 @@ int cmd_bench_speech(int argc, char **argv)
                "%.2f ms, predictor %.2f ms, decoder %.2f ms; chunk gaps p50 %.1f p95 %.1f max "
                "%.1f ms; peak RSS %.1f MB; weights %s, chunks by %s\n",
                med[0], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
-               (double)(t->peak.anon + t->peak.file) / 1e6, weights, chunking);
+               (double)(t->peak.anon + t->peak.file) / 1e6, info.weights, chunking);
     rc = 0;
 done:
     free(t);
-    tts_engine_close(&e);
-    free(ids);
+    ember_tts_free(tts);
     return rc;
 }

@@ -9,7 +9,25 @@
 
 #include "cli.h"
 #include "serve/server.h"
-#include "tts_engine.h"
+#include "cli_tts.h"
+#include "edge/calibrate.h"
+
+/* The speech model's calibration cached on this machine (said on stderr),
+ * whose chunks every speech request follows: 1 when there is one. */
+static int find_calibration(const char *dir, edge_calibration *cal)
+{
+    char path[1024], text[1536];
+    bool found = false;
+    if (edge_calibration_path_for(dir, path, sizeof path)) return 0;
+    if (edge_calibration_load(path, cal, &found) != EMBER_OK) {
+        fprintf(stderr, "ember serve: calibration: %s (using the default ramp)\n", ember_last_error());
+        return 0;
+    }
+    if (!found || !cal->measured) return 0;
+    edge_calibration_describe(cal, path, text, sizeof text);
+    fprintf(stderr, "ember serve: %s\n", text);
+    return 1;
+}
 
 static void usage(FILE *f)
 {
@@ -129,13 +147,16 @@ int cmd_serve(int argc, char **argv)
     if (cli_apply_profile(p.model_dir, profile, "serve", &p.model, &sp)) return 1;
     /* the speech model: its own profile's format, the cached calibration's chunks */
     edge_calibration tts_calibration;
-    char calibration_path[1024];
-    if (p.tts_dir && cli_apply_tts_profile(p.tts_dir, profile, "serve --tts", &p.tts_weight_type, NULL) < 0)
-        return 1;
-    if (p.tts_dir && tts_calibration_find(p.tts_dir, "serve", &tts_calibration, calibration_path,
-                                          sizeof calibration_path)) {
-        p.tts_calibration = &tts_calibration;
-        tts_calibration_describe(&tts_calibration, calibration_path, "serve");
+    if (p.tts_dir) {
+        cli_tts_opts to; /* the format only: the server places no speech threads */
+        cli_tts_opts_init(&to);
+        to.dir = p.tts_dir;
+        to.profile = profile;
+        to.pin = 0;
+        to.params.weight_type = p.tts_weight_type;
+        if (cli_tts_apply_profile(&to, "serve --tts")) return 1;
+        p.tts_weight_type = to.params.weight_type;
+        if (find_calibration(p.tts_dir, &tts_calibration)) p.tts_calibration = &tts_calibration;
     }
     p.n_threads = sp.n_threads;
     p.kv_type = sp.kv_type;

@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "tokenizer/tokenizer.h"
-#include "tts_cli.h"
+#include "cli_public.h"
+#include "ember_speech.h"
 
 static void usage(FILE *f)
 {
@@ -23,35 +22,23 @@ static void usage(FILE *f)
             "  reference/tts_golden.py file\n");
 }
 
-int tts_cli_encode(const char *dir, const char *text, int32_t **ids, size_t *n)
-{
-    static const char head[] = "<|im_start|>assistant\n", tail[] = "<|im_end|>\n<|im_start|>assistant\n";
-    et_tokenizer *tok = NULL;
-    if (et_tokenizer_load(dir, &tok) != EMBER_OK) {
-        fprintf(stderr,
-                "ember tts-codes: %s\n  (--text needs a tokenizer.json in the model directory; "
-                "or pass the prompt's token ids with --ids)\n",
-                ember_last_error());
-        return -1;
-    }
-    size_t len = strlen(head) + strlen(text) + strlen(tail);
-    char *full = malloc(len + 1);
-    int rc = -1;
-    if (full) {
-        snprintf(full, len + 1, "%s%s%s", head, text, tail);
-        if (et_tokenizer_encode(tok, full, len, false, ids, n) == EMBER_OK) rc = 0;
-        else fprintf(stderr, "ember tts-codes: %s\n", ember_last_error());
-    }
-    free(full);
-    et_tokenizer_free(tok);
-    return rc;
-}
-
 static void print_frame(const int32_t *codes, int32_t groups, int json, int first)
 {
     if (json) printf("%s[", first ? "" : ", ");
     for (int32_t g = 0; g < groups; g++) printf("%s%d", g ? (json ? ", " : " ") : "", codes[g]);
     fputs(json ? "]" : "\n", stdout);
+}
+
+typedef struct frame_sink {
+    int json;
+} frame_sink;
+
+static int on_codes(void *user, const int32_t *codes, int32_t n, int32_t frame)
+{
+    const frame_sink *k = user;
+    print_frame(codes, n, k->json, frame == 0);
+    fflush(stdout);
+    return 0;
 }
 
 int cmd_tts_codes(int argc, char **argv)
@@ -65,9 +52,8 @@ int cmd_tts_codes(int argc, char **argv)
         {"json", no_argument, 0, O_JSON},          {"streaming", no_argument, 0, O_STREAM},
         {"golden", required_argument, 0, O_GOLDEN}, {"help", no_argument, 0, 'h'},
         CLI_COMMON_OPTIONS,                        {0, 0, 0, 0}};
-    const char *dir = NULL, *text = NULL, *ids_text = NULL, *golden = NULL;
-    tts_request rq;
-    memset(&rq, 0, sizeof rq);
+    const char *dir = NULL, *ids_text = NULL, *golden = NULL;
+    ember_speech_request rq = ember_speech_default_request();
     int json = 0, c;
     ember_model_params mp = ember_model_default_params();
     ember_session_params esp = ember_session_default_params();
@@ -77,7 +63,7 @@ int cmd_tts_codes(int argc, char **argv)
         char *end = NULL;
         switch (c) {
         case 'm': dir = optarg; break;
-        case O_TEXT: text = optarg; break;
+        case O_TEXT: rq.text = optarg; break;
         case O_IDS: ids_text = optarg; break;
         case O_SPEAKER: rq.speaker = optarg; break;
         case O_LANGUAGE: rq.language = optarg; break;
@@ -91,7 +77,7 @@ int cmd_tts_codes(int argc, char **argv)
         case O_GREEDY: rq.greedy = 1; break;
         case O_SEED: rq.seed = strtoull(optarg, NULL, 10); break;
         case O_JSON: json = 1; break;
-        case O_STREAM: rq.streaming = 1; break;
+        case O_STREAM: rq.streaming_text = 1; break;
         case O_GOLDEN: golden = optarg; break;
         case 'h': usage(stdout); return 0;
         default: {
@@ -102,62 +88,49 @@ int cmd_tts_codes(int argc, char **argv)
         }
         }
     }
-    if (!dir || (!golden && !text == !ids_text) || optind < argc) {
+    if (!dir || (!golden && !rq.text == !ids_text) || optind < argc) {
         usage(stderr);
         return 2;
     }
-    tts_model_params tp = {mp.weight_type, mp.kernels};
-    tts_session_params sp = tts_session_default_params();
-    sp.n_threads = esp.n_threads;
-    tts_model *m = NULL;
-    tts_session *s = NULL;
-    int32_t *ids = NULL, *codes = NULL;
+    if (golden) return parity_tts_golden(dir, mp.weight_type, mp.kernels, esp.n_threads, golden, json);
+    int32_t *ids = NULL;
     size_t n_ids = 0;
-    int rc = 1;
-    if (tts_model_load(dir, &tp, &m) != EMBER_OK) {
-        fprintf(stderr, "ember tts-codes: %s\n", ember_last_error());
+    if (ids_text && cli_parse_ids(ids_text, &ids, &n_ids) != 0) {
+        fprintf(stderr, "ember tts-codes: --ids must be a comma-separated list of ids\n");
         return 1;
-    }
-    if (golden) {
-        rc = tts_cli_golden(m, &sp, golden, json);
-        goto done;
-    }
-    if (ids_text ? cli_parse_ids(ids_text, &ids, &n_ids) != 0 : tts_cli_encode(dir, text, &ids, &n_ids) != 0) {
-        if (ids_text) fprintf(stderr, "ember tts-codes: --ids must be a comma-separated list of ids\n");
-        goto done;
     }
     rq.text_ids = ids;
     rq.n_text_ids = n_ids;
-    if (!rq.max_frames) rq.max_frames = m->gen.max_new_tokens;
-    if (sp.max_context < (int32_t)n_ids + 16 + rq.max_frames) sp.max_context = (int32_t)n_ids + 16 + rq.max_frames;
-    if (sp.max_context > m->cfg.talker.max_positions) sp.max_context = m->cfg.talker.max_positions;
-    codes = malloc((size_t)m->cfg.n_groups * sizeof *codes);
-    if (!codes || tts_session_create(m, &sp, &s) != EMBER_OK || tts_session_start(s, &rq) != EMBER_OK) {
-        fprintf(stderr, "ember tts-codes: %s\n", codes ? ember_last_error() : "out of memory");
+    ember_tts_params tp = ember_tts_default_params();
+    tp.weight_type = mp.weight_type;
+    tp.kernels = mp.kernels;
+    tp.n_threads = esp.n_threads;
+    tp.codes_only = 1;
+    /* a token is at least a byte: the text's length bounds its tokens */
+    tp.max_text_tokens = (int32_t)(ids ? n_ids : strlen(rq.text)) + 16;
+    tp.max_frames = rq.max_frames ? rq.max_frames : 8192;
+    ember_tts *tts = NULL;
+    ember_speech_timings st;
+    frame_sink k = {json};
+    int rc = 1;
+    if (ember_tts_load(dir, &tp, &tts) != EMBER_OK) {
+        fprintf(stderr, "ember tts-codes: %s\n", ember_last_error());
         goto done;
     }
-    if (json) printf("{\"prompt_length\": %d, \"frames\": [", tts_session_prompt_length(s));
-    int done = 0, eos = 0;
-    for (;;) {
-        if (tts_session_step(s, NULL, codes, &done) != EMBER_OK) {
-            if (json) printf("]}\n");
-            fprintf(stderr, "ember tts-codes: %s\n", ember_last_error());
-            goto done;
-        }
-        if (done) break;
-        print_frame(codes, m->cfg.n_groups, json, tts_session_frames(s) == 1);
-        fflush(stdout);
+    if (json) printf("{\"frames\": [");
+    ember_status s = ember_tts_codes(tts, &rq, on_codes, &k, &st);
+    if (s != EMBER_OK) {
+        if (json) printf("]}\n");
+        fprintf(stderr, "ember tts-codes: %s\n", ember_last_error());
+        goto done;
     }
-    eos = tts_session_frames(s) < rq.max_frames;
     if (json)
-        printf("], \"n_frames\": %d, \"stopped_at_eos\": %s, \"talker_ms\": %.3f, \"predictor_ms\": %.3f}\n",
-               tts_session_frames(s), eos ? "true" : "false", tts_session_talker_ms(s),
-               tts_session_predictor_ms(s));
+        printf("], \"prompt_length\": %d, \"n_frames\": %d, \"stopped_at_eos\": %s, \"talker_ms\": %.3f, "
+               "\"predictor_ms\": %.3f}\n",
+               st.prompt_tokens, st.frames, st.stopped_at_eos ? "true" : "false", st.talker_ms, st.predictor_ms);
     rc = 0;
 done:
-    tts_session_free(s);
-    tts_model_free(m);
+    ember_tts_free(tts);
     free(ids);
-    free(codes);
     return rc;
 }

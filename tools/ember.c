@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_public.h"
 
 int cli_parse_ids(const char *text, int32_t **ids, size_t *n)
 {
@@ -50,7 +50,7 @@ int32_t cli_argmax(const float *x, int32_t n)
 
 /* The subcommands and their synopses: the top-level help is printed from this
  * table, so a command cannot be reachable without being listed. Add a line
- * here (and a prototype in cli.h) for a new one. */
+ * here (and a prototype in cli_public.h) for a new one. */
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);

@@ -142,13 +142,19 @@ class ConversationParams(Structure):
 class TtsParams(Structure):
     _fields_ = [("weight_type", c_int), ("decoder_type", c_int), ("kernels", c_char_p),
                 ("n_threads", c_int32), ("decoder_threads", c_int32), ("max_frames", c_int32),
-                ("max_text_tokens", c_int32)]
+                ("max_text_tokens", c_int32), ("alone_chunks", c_int32),
+                ("generator_cpus", c_int32 * 256), ("n_generator_cpus", c_int32),
+                ("decoder_cpus", c_int32 * 256), ("n_decoder_cpus", c_int32),
+                ("warm_up", c_int), ("calibration", c_int), ("codes_only", c_int)]
 
 
 class SpeechRequest(Structure):
     _fields_ = [("text", c_char_p), ("speaker", c_char_p), ("language", c_char_p),
                 ("seed", c_uint64), ("greedy", c_int), ("max_frames", c_int32),
-                ("chunks", c_char_p)]
+                ("min_frames", c_int32), ("chunks", c_char_p),
+                ("text_ids", POINTER(c_int32)), ("n_text_ids", c_size_t),
+                ("streaming_text", c_int), ("temperature", c_float), ("top_k", c_int32),
+                ("top_p", c_float), ("repetition_penalty", c_float), ("stats", c_void_p)]
 
 
 class SpeechChunk(Structure):
@@ -159,7 +165,8 @@ class SpeechChunk(Structure):
 class SpeechTimings(Structure):
     _fields_ = [("frames", c_int32), ("chunks", c_int32), ("prefill_ms", c_double),
                 ("talker_ms", c_double), ("predictor_ms", c_double), ("decoder_ms", c_double),
-                ("first_audio_ms", c_double), ("total_ms", c_double)]
+                ("first_audio_ms", c_double), ("total_ms", c_double),
+                ("prompt_tokens", c_int32), ("stopped_at_eos", c_int)]
 
 
 PCM_F32_FN = CFUNCTYPE(c_int, c_void_p, POINTER(c_float), c_size_t, POINTER(SpeechChunk))
@@ -247,6 +254,8 @@ _PROTOS = {
     "ember_tts_speak": (_S, [_h, POINTER(SpeechRequest), PCM_F32_FN, PCM_S16_FN, c_void_p,
                              POINTER(SpeechTimings)]),
     "ember_tts_cancel": (None, [_h]),
+    "ember_tts_codebooks": (c_int32, [_h]),
+    "ember_tts_info": (_S, [_h, _out]),
     # statistics
     "ember_stats_create": (_S, [c_char_p, _out]),
     "ember_stats_free": (None, [_h]),

@@ -16,6 +16,11 @@ typedef struct api_ids {
 } api_ids;
 ember_status api_ids_push(api_ids *a, int32_t id);
 
+/* o (a cJSON object; NULL: out of memory) as JSON text in *json
+ * (ember_free); o is consumed. Errors name `what`. */
+struct cJSON;
+ember_status api_json_out(struct cJSON *o, const char *what, char **json);
+
 /* Sees every textgen event before the caller's callbacks; non-zero cancels. */
 typedef int (*api_event_fn)(void *user, const et_toolcall_event *e);
 

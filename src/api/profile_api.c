@@ -12,6 +12,7 @@
 #include "ember.h"
 #include "edge/hw_json.h"
 #include "edge/model_info.h"
+#include "api/api_internal.h"
 #include "edge/profile.h"
 
 ember_profile_params ember_profile_default_params(void)
@@ -21,8 +22,7 @@ ember_profile_params ember_profile_default_params(void)
     return p;
 }
 
-/* o as JSON text in *json (ember_free); o is consumed. */
-static ember_status json_out(cJSON *o, const char *what, char **json)
+ember_status api_json_out(cJSON *o, const char *what, char **json)
 {
     char *text = o ? cJSON_Print(o) : NULL;
     cJSON_Delete(o);
@@ -40,7 +40,7 @@ ember_status ember_hardware_probe(const ember_profile_params *p, char **json)
     edge_hw *hw = malloc(sizeof *hw);
     if (!hw) return ember_fail(EMBER_ERR_NO_MEMORY, "ember_hardware_probe: out of memory");
     ember_status st = edge_hw_for(p->root, p->hardware, hw);
-    if (!st) st = json_out(edge_hw_to_json(hw), "ember_hardware_probe", json);
+    if (!st) st = api_json_out(edge_hw_to_json(hw), "ember_hardware_probe", json);
     free(hw);
     return st;
 }
@@ -76,7 +76,7 @@ ember_status ember_profile_derive(const char *model_dir, const ember_profile_par
             cJSON_Delete(root);
             root = NULL;
         }
-        st = json_out(root, "ember_profile_derive", json);
+        st = api_json_out(root, "ember_profile_derive", json);
     }
     free(hw);
     free(prof);
@@ -135,6 +135,19 @@ ember_status ember_profile_apply(const char *model_dir, const ember_profile_para
     return st;
 }
 
+/* The profile's placement of speech: the generator on the decode CPUs, the
+ * audio decoder on its own (on a machine with three or more big cores) or
+ * on the same ones; CPUs the caller already chose stay. */
+static void place_tts(const edge_profile *prof, ember_tts_params *tp)
+{
+    if (!tp->n_generator_cpus)
+        for (int i = 0; i < edge_cpuset_count(&prof->decode_cpus) && tp->n_generator_cpus < 256; i++)
+            tp->generator_cpus[tp->n_generator_cpus++] = edge_cpuset_nth(&prof->decode_cpus, i);
+    if (!tp->n_decoder_cpus)
+        for (int i = 0; i < edge_cpuset_count(&prof->audio_cpus) && tp->n_decoder_cpus < 256; i++)
+            tp->decoder_cpus[tp->n_decoder_cpus++] = edge_cpuset_nth(&prof->audio_cpus, i);
+}
+
 ember_status ember_profile_apply_tts(const char *dir, const ember_profile_params *p, ember_tts_params *tp,
                                      int *applied, char **why)
 {
@@ -151,15 +164,16 @@ ember_status ember_profile_apply_tts(const char *dir, const ember_profile_params
     ember_status st = edge_profile_for(dir, p->root, p->hardware, &o, prof, &found, reason, sizeof reason);
     if (!st && !found && why) st = reason_text(reason, why);
     if (!st && found) {
-        static const edge_why shown[] = {EDGE_WHY_DTYPE};
-        if (why) st = why_text(prof, shown, 1, why);
-        if (!st) {
-            const edge_explicit x = {tp ? tp->weight_type : EMBER_TYPE_NONE, 0, 0, EMBER_TYPE_NONE};
+        static const edge_why shown[] = {EDGE_WHY_DTYPE, EDGE_WHY_THREADS, EDGE_WHY_AUDIO};
+        if (why) st = why_text(prof, shown, tp ? 3 : 1, why);
+        if (!st && tp) {
+            const edge_explicit x = {tp->weight_type, 0, 0, EMBER_TYPE_NONE};
             ember_model_params mp = ember_model_default_params();
             edge_profile_apply(prof, &x, &mp, NULL);
-            if (tp) tp->weight_type = mp.weight_type;
-            if (applied) *applied = 1;
+            tp->weight_type = mp.weight_type;
+            place_tts(prof, tp);
         }
+        if (!st && applied) *applied = 1;
     }
     free(prof);
     return st;

@@ -3,6 +3,7 @@
 #include "edge/calibrate.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/status.h"
@@ -236,4 +237,20 @@ int32_t edge_chunk_ctl_next(edge_chunk_ctl *ctl, double now_ms, int32_t frames_e
 int32_t edge_chunk_ctl_callback(void *ctl, double now_ms, int32_t frames_emitted)
 {
     return edge_chunk_ctl_next(ctl, now_ms, frames_emitted);
+}
+
+void edge_calibration_describe(const edge_calibration *cal, const char *path, char *buf, size_t cap)
+{
+    size_t at = 0;
+#define PUT(...) (at += (size_t)snprintf(buf + (at < cap ? at : cap), at < cap ? cap - at : 0, __VA_ARGS__))
+    PUT("chunks");
+    for (int32_t i = 0; i < cal->n_ramp; i++) PUT("%s%d", i ? "," : " ", cal->ramp[i]);
+    if (cal->adaptive) { /* the controller's starting state */
+        edge_chunk_ctl ctl;
+        edge_chunk_ctl_init(&ctl, cal);
+        PUT(", adaptive from %d frames (margin %.0f ms, %.1f ms per frame to start),", ctl.min_frames, ctl.margin_ms,
+            ctl.ewma_ms);
+    }
+    PUT(" calibrated on this machine (%.1f frames/s measured; %s)", cal->rate_fps, path);
+#undef PUT
 }

@@ -118,6 +118,11 @@ int32_t edge_chunk_ctl_next(edge_chunk_ctl *ctl, double now_ms, int32_t frames_e
  * runs a request on it (initialize ctl before each request). */
 int32_t edge_chunk_ctl_callback(void *ctl, double now_ms, int32_t frames_emitted);
 
+/* One line for a person: "chunks 2,4,8, adaptive from 2 frames (margin
+ * 50 ms, 10.0 ms per frame to start), calibrated on this machine (31.2
+ * frames/s measured; PATH)" (no adaptive part for a fixed ramp). */
+void edge_calibration_describe(const edge_calibration *cal, const char *path, char *buf, size_t cap);
+
 /* ---- the cache (calibrate_cache.c) ---- */
 
 /* SHA-1 (FIPS 180-4) of len bytes. */
@@ -139,6 +144,11 @@ ember_status edge_fingerprint(const edge_hw *hw, const char *model, char out[17]
  * path does not fit in cap. */
 ember_status edge_calibration_cache_path(const char *xdg_cache_home, const char *home, const char *fingerprint,
                                          char *buf, size_t cap);
+
+/* The cache file of the model in model_dir on this machine: the hardware
+ * (probed, or $EMBER_HW_PROFILE's) and the directory's name fingerprinted,
+ * under the XDG cache directory. Errors: the probe's, the path's. */
+ember_status edge_calibration_path_for(const char *model_dir, char *path, size_t cap);
 
 /* The calibration as the cache's JSON text (malloc'd). */
 ember_status edge_calibration_to_text(const edge_calibration *c, char **out);

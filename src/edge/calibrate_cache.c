@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "edge/calibrate.h"
+#include "edge/probe.h"
 #include "io/json_keys.h"
 #include "io/json_text.h"
 #include "io/read_file.h"
@@ -183,6 +184,18 @@ ember_status edge_calibration_cache_path(const char *xdg_cache_home, const char 
     if (n < 0 || (size_t)n >= cap)
         return ember_fail(EMBER_ERR_INVALID_ARG, "calibration cache: the path is longer than %zu bytes", cap);
     return EMBER_OK;
+}
+
+ember_status edge_calibration_path_for(const char *model_dir, char *path, size_t cap)
+{
+    const char *base = strrchr(model_dir, '/');
+    base = base && base[1] ? base + 1 : model_dir;
+    edge_hw hw;
+    char fp[17];
+    ember_status st = edge_hw_detect(NULL, getenv("EMBER_HW_PROFILE"), &hw);
+    if (!st) st = edge_fingerprint(&hw, base, fp);
+    if (!st) st = edge_calibration_cache_path(getenv("XDG_CACHE_HOME"), getenv("HOME"), fp, path, cap);
+    return st;
 }
 
 /* ---- the file ---- */

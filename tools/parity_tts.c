@@ -1,4 +1,5 @@
-/* `ember tts-codes --golden FILE`: the TTS parity check against a file from
+/* `ember tts-codes --golden FILE`: the TTS parity check (a measurement, so
+ * it reads the model through internals, as `ember parity` does) against a file from
  * reference/tts_golden.py. Free-running greedy frames are compared id for id;
  * then the golden frames are teacher-forced so every recorded talker and
  * predictor logit vector is compared on the reference's own inputs (SNR in
@@ -10,7 +11,8 @@
 #include <string.h>
 
 #include "io/read_file.h"
-#include "tts_cli.h"
+#include "cli.h"
+#include "tts/tts_session.h"
 
 #define SNR_CAP_DB 300.0 /* reported when the logits match bit for bit */
 
@@ -62,7 +64,7 @@ static const char *str_or_null(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-int tts_cli_golden(const tts_model *m, const tts_session_params *base, const char *path, int json)
+static int golden(const tts_model *m, const tts_session_params *base, const char *path, int json)
 {
     char *text = NULL;
     size_t len = 0;
@@ -168,5 +170,21 @@ done:
     free(text);
     free(ids);
     free(gold);
+    return rc;
+}
+
+int parity_tts_golden(const char *dir, ember_type weight_type, const char *kernels, int32_t n_threads,
+                      const char *path, int json)
+{
+    tts_model_params tp = {weight_type, kernels};
+    tts_session_params sp = tts_session_default_params();
+    sp.n_threads = n_threads;
+    tts_model *m = NULL;
+    if (tts_model_load(dir, &tp, &m) != EMBER_OK) {
+        fprintf(stderr, "ember tts-codes: %s\n", ember_last_error());
+        return 1;
+    }
+    int rc = golden(m, &sp, path, json);
+    tts_model_free(m);
     return rc;
 }
