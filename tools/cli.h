@@ -8,4 +8,8 @@
 #include "cli_public.h"
 #include "edge/profile.h"
 
+/* The machine's read bandwidth in GB/s (1e9 bytes): n_threads threads each
+ * summing their part of a `bytes` buffer (the decode roofline; bench_bandwidth.c). */
+double cli_read_bandwidth_gbs(size_t bytes, int n_threads);
+
 #endif

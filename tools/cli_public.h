@@ -145,9 +145,6 @@ typedef struct cli_rss {
 } cli_rss;
 cli_rss cli_rss_now(void);
 void cli_rss_peak(cli_rss *peak); /* raises *peak to what is resident now */
-/* The machine's read bandwidth in GB/s (1e9 bytes): n_threads threads each
- * summing their part of a `bytes` buffer (the decode roofline). */
-double cli_read_bandwidth_gbs(size_t bytes, int n_threads);
 
 /* 1 when path is a model directory or a GGUF file (its magic): both carry
  * the tokenizer, the end-of-turn ids and the sampling defaults. */

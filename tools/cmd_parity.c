@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "ember.h"
-#include "golden.h"
+#include "parity_golden.h"
 
 #define SNR_CAP_DB 300.0 /* reported when the logits match bit for bit */
 #define NEAR_TIE 1e-3    /* a reference top-2 gap below this excuses a greedy miss */

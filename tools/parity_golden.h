@@ -5,8 +5,8 @@
  *    "top2_gap": [...] (optional)}
  * Positions index the teacher-forced sequence prompt_ids + greedy_ids[:-1];
  * the row at position p holds the logits that predict token p + 1. */
-#ifndef EMBER_TOOLS_GOLDEN_H
-#define EMBER_TOOLS_GOLDEN_H
+#ifndef EMBER_TOOLS_PARITY_GOLDEN_H
+#define EMBER_TOOLS_PARITY_GOLDEN_H
 
 #include <stddef.h>
 #include <stdint.h>

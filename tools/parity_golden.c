@@ -1,4 +1,4 @@
-#include "golden.h"
+#include "parity_golden.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
