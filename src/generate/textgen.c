@@ -87,6 +87,7 @@ static char *forced_arguments(const struct forced_call *c, const char *close_tag
         if (n && a[n - 1] == '}') n--;
     }
     while (n && is_space(a[n - 1])) n--;
+    while (n && is_space(*a)) a++, n--; /* the opening stops before the space (see forced_create) */
     char *args = malloc(n + 1);
     if (args) {
         memcpy(args, a, n);
@@ -125,7 +126,11 @@ static int count_sink(void *user, const et_toolcall_event *e)
 }
 
 /* The candidate openings of force_tools: the text the chat templates render
- * before a call's arguments, after closing the reasoning the prompt opened. */
+ * before a call's arguments, after closing the reasoning the prompt opened.
+ * It stops at the colon: BPE vocabularies merge the space that follows with
+ * the arguments' brace (" {"), so an opening that ended in the space would
+ * leave the model a token boundary it never saw in training (a trained
+ * model then writes junk). */
 static ember_status forced_create(et_textgen *g, const et_textgen_params *p, const char *open_tag)
 {
     g->forced = calloc(p->n_force_tools, sizeof *g->forced);
@@ -145,7 +150,7 @@ static ember_status forced_create(et_textgen *g, const et_textgen_params *p, con
             return ember_fail(EMBER_ERR_NO_MEMORY, "textgen: out of memory");
         }
         strcpy(c->name, name);
-        snprintf(text, n, "%s%s\n{\"name\": \"%s\", \"arguments\": ", lead, open_tag, name);
+        snprintf(text, n, "%s%s\n{\"name\": \"%s\", \"arguments\":", lead, open_tag, name);
         c->call = text;
         ember_status st = et_tokenizer_encode(g->tok, text, strlen(text), false, &c->ids, &c->n_ids);
         memmove(text, text + strlen(lead), strlen(text) - strlen(lead) + 1);

@@ -291,7 +291,8 @@ static et_finish generate_wanting(const et_tokenizer *tok, const char *const *na
     p.n_stop_ids = 1;
     p.max_tokens = max_tokens;
     char opening[256];
-    snprintf(opening, sizeof opening, "<tool_call>\n{\"name\": \"%s\", \"arguments\": ", expect);
+    /* up to the colon: the space belongs to the arguments' first token */
+    snprintf(opening, sizeof opening, "<tool_call>\n{\"name\": \"%s\", \"arguments\":", expect);
     size_t n_open, n_talk, n_rest;
     int32_t *open_ids = ids_of(tok, opening, &n_open), *talk_ids = ids_of(tok, talk, &n_talk);
     int32_t *rest_ids = ids_of(tok, rest, &n_rest), id;
@@ -347,9 +348,9 @@ static void tool_choice_forces_the_call(void)
               "finish %d calls %d name %s args '%s' content '%s'", f, c.calls, c.name, c.args, c.content);
     /* required: the model picks among the names (the one its logits spell)
      * and its JSON arguments parse */
-    static const char args[] = "{\"city\": \"Paris\"}}\n</tool_call>";
-    static const char weather[] = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
-    static const char time_call[] = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": ";
+    static const char args[] = " {\"city\": \"Paris\"}}\n</tool_call>";
+    static const char weather[] = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\":";
+    static const char time_call[] = "<tool_call>\n{\"name\": \"get_time\", \"arguments\":";
     f = generate_wanting(tok, both, 2, 0, "get_weather", weather, args, 0, &c);
     CHECK_MSG(f == ET_FINISH_TOOL_CALLS && c.calls == 1 && !strcmp(c.name, "get_weather") &&
                   !strcmp(c.args, "{\"city\":\"Paris\"}"),
