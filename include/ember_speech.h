@@ -74,6 +74,8 @@ int32_t ember_tts_codebooks(const ember_tts *tts);
 /* What the load set up, as a JSON object in *json (ember_free): the
  * "weights" format that runs, "kernels", "generator_threads",
  * "decoder_threads", "generator_cpus" and "decoder_cpus" (empty: unpinned),
+ * "model_type" ("custom_voice", "base": cloning, "voice_design"), "small"
+ * (a 0.6B model: instructions are ignored), "xvector_dim",
  * "samples_per_frame", "sample_rate", "speakers" and "languages" (the
  * checkpoint's), and "chunking": "default", "calibrated" (a measured ramp)
  * or "adaptive", with the calibration's "ramp", "rate_fps", "path" and a
@@ -99,7 +101,8 @@ typedef struct ember_speech_request {
     const int32_t *text_ids;
     size_t n_text_ids;
     int streaming_text;   /* 1: the text enters one token per frame, as it would while
-                             an LLM still writes it; default 0: all in the prompt */
+                             an LLM still writes it; 0: all in the prompt; -1
+                             (default): the mode's own (1 for a clone, else 0) */
     /* sampling of the talker and the predictor alike; negative (default):
      * generation_config's. temperature 0 is greedy. */
     float temperature;
@@ -108,6 +111,14 @@ typedef struct ember_speech_request {
     float repetition_penalty; /* > 0 */
     ember_stats *stats;   /* step statistics (NULL: off): per frame the talker and
                              predictor, per chunk the decoder and its handoff */
+    /* The voice beyond a built-in speaker (see "model_type" in ember_tts_info):
+     * an instruction ("speak slowly", or a VoiceDesign model's description of
+     * the voice; a 0.6B model ignores it, as the official code does; a Base
+     * model refuses it), and a Base model's speaker x-vector (n_xvector
+     * floats: "xvector_dim"), which takes the speaker's place. */
+    const char *instruct;
+    const float *xvector;
+    int32_t n_xvector;
 } ember_speech_request;
 
 ember_speech_request ember_speech_default_request(void);

@@ -232,9 +232,10 @@ def instruct_text(instruct):
     return f"<|im_start|>user\n{instruct}<|im_end|>\n"
 
 
-def codec_prefix(tcfg, speaker, language):
+def codec_prefix(tcfg, speaker, language, xvector=False):
     """[think, think_bos, lang, think_eos, (spk), pad, bos], or the nothink
-    form for "auto"; Chinese/auto with a dialect speaker uses the dialect id."""
+    form for "auto"; Chinese/auto with a dialect speaker uses the dialect id.
+    xvector: the speaker slot holds a Base model's x-vector (marked "xvector")."""
     lang = language.lower()
     if lang == "auto":
         lang_id = None
@@ -251,24 +252,31 @@ def codec_prefix(tcfg, speaker, language):
         ids = [tcfg["codec_nothink_id"], tcfg["codec_think_bos_id"], tcfg["codec_think_eos_id"]]
     else:
         ids = [tcfg["codec_think_id"], tcfg["codec_think_bos_id"], lang_id, tcfg["codec_think_eos_id"]]
-    if spk is not None:
+    if xvector:
+        if spk is not None:
+            raise ValueError("an x-vector takes the speaker's place: not both")
+        ids.append("xvector")
+    elif spk is not None:
         ids.append(tcfg["spk_id"][spk])
     return ids + [tcfg["codec_pad_id"], tcfg["codec_bos_id"]]
 
 
-def build_prompt(cfg, text_ids, speaker, language, non_streaming=True, instruct_ids=None):
+def build_prompt(cfg, text_ids, speaker, language, non_streaming=True, instruct_ids=None, xvector=False):
     """Rows of the talker prefill and the per-step trailing text ids.
 
     text_ids: ids of tts_text(text) (3 role ids, the text, a 5-id suffix).
     Returns {"rows": [{"text": id|None, "codec": id|None}], "trailing_text": [ids]}:
-    decode step g adds P(trailing_text[g]) while g < len, else P(tts_pad)."""
+    decode step g adds P(trailing_text[g]) while g < len, else P(tts_pad).
+    instruct_ids: all ids of instruct_text(...), rows of text alone before
+    everything; xvector: the speaker slot's codec is "xvector" (the model's
+    x-vector is added there as it is, in place of a codec embedding)."""
     tcfg = cfg["talker_config"]
     pad_t, bos_t, eos_t = cfg["tts_pad_token_id"], cfg["tts_bos_token_id"], cfg["tts_eos_token_id"]
     if len(text_ids) < 9:
         raise ValueError("text_ids must hold the 3-id role, at least one text id and the 5-id suffix")
     rows = [{"text": t, "codec": None} for t in (instruct_ids or [])]
     rows += [{"text": t, "codec": None} for t in text_ids[:3]]
-    codec = codec_prefix(tcfg, speaker, language)
+    codec = codec_prefix(tcfg, speaker, language, xvector)
     for k, c in enumerate(codec[:-1]):
         rows.append({"text": pad_t if k < len(codec) - 2 else bos_t, "codec": c})
     body = text_ids[3:-5]
@@ -439,6 +447,7 @@ class TTSModel:
         self.fc1_w, self.fc1_b = t("talker.text_projection.linear_fc1.weight"), t("talker.text_projection.linear_fc1.bias")
         self.fc2_w, self.fc2_b = t("talker.text_projection.linear_fc2.weight"), t("talker.text_projection.linear_fc2.bias")
         self.codec_embedding = t("talker.model.codec_embedding.weight")
+        self.xvector = None  # a Base model's speaker x-vector (set before generate), float64
         self.codec_head = t("talker.codec_head.weight")
         groups = cp["num_code_groups"] - 1
         self.pred_embedding = [t(f"talker.code_predictor.model.codec_embedding.{g}.weight") for g in range(groups)]
@@ -461,7 +470,9 @@ class TTSModel:
         if text_idx:
             out[text_idx] += self.project_text([rows[i]["text"] for i in text_idx])
         for i, r in enumerate(rows):
-            if r["codec"] is not None:
+            if r["codec"] == "xvector":  # a Base model's speaker, raw (no projection)
+                out[i] += self.xvector.to(self.dtype)
+            elif r["codec"] is not None:
                 out[i] += self.codec_embedding[r["codec"]]
         return out
 

@@ -2,7 +2,13 @@
 """Golden codec frames and logits of the Qwen3-TTS talker + code predictor.
 
   /usr/bin/python3 reference/tts_golden.py --model DIR --text "..." \
-      [--speaker ryan] [--language english] [--frames 50] [--streaming] [--threads 1] --out F.json
+      [--speaker ryan|none] [--language english] [--frames 50] [--streaming] [--threads 1] \
+      [--instruct TEXT] [--xvector-seed S] --out F.json
+
+--instruct prepends the instruction block (1.7B CustomVoice and VoiceDesign;
+a 0.6B model drops it, as the official code does). --xvector-seed makes a
+Base model's prompt with a deterministic random x-vector in the speaker slot
+(its float32 values are stored, so both sides add the same vector).
 
 Runs reference/qwen3_tts_ref.py three times on the checkpoint's weights:
 float64 greedy (the golden), float32 greedy (free-running, to report frame
@@ -17,6 +23,9 @@ Output JSON (floats have 7 significant digits):
                          suppress [2048, 3072) except eos, eos, reference_dtype
                          "float64", weights_dtype (of model.safetensors)
   text_ids               ids of "<|im_start|>assistant\\n{text}<|im_end|>\\n<|im_start|>assistant\\n"
+  settings.instruct, settings.instruct_ids
+                         the instruction and the ids of its block (null: none)
+  xvector                the x-vector in the speaker slot (null: none)
   prompt.rows            the prefill, one {"text": id|null, "codec": id|null}
                          per position; input = P(text) + E(codec)
   prompt.n_rows          len(rows) (N + 11 for a language, non-streaming)
@@ -64,21 +73,36 @@ def weights_dtype(model_dir):
     return sorted({v["dtype"] for k, v in h.items() if k != "__metadata__"})
 
 
-def run(model_dir, text, speaker, language, frames, non_streaming=True):
+def random_xvector(cfg, weights, seed):
+    """A speaker slot vector at the scale of the codec embedding rows,
+    rounded to float32 (what the C side reads back from the golden)."""
+    table = torch.as_tensor(np.asarray(weights["talker.model.codec_embedding.weight"], dtype=np.float64))
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(cfg["talker_config"]["hidden_size"], generator=g, dtype=torch.float64) * float(table.std())
+    return [float(f"{x:.9g}") for x in v.to(torch.float32).tolist()]
+
+
+def run(model_dir, text, speaker, language, frames, non_streaming=True, instruct=None, xvector_seed=None):
     cfg, gen, weights = ref.load_model_dir(model_dir)
     tok = ref.Qwen2BPE(model_dir)
     text_ids = tok.encode(ref.tts_text(text))
-    prompt = ref.build_prompt(cfg, text_ids, speaker, language, non_streaming=non_streaming)
+    # the official wrapper drops a 0.6B model's instruction
+    instruct_ids = tok.encode(ref.instruct_text(instruct)) if instruct and cfg.get("tts_model_size") != "0b6" else None
+    xvector = random_xvector(cfg, weights, xvector_seed) if xvector_seed is not None else None
+    prompt = ref.build_prompt(cfg, text_ids, speaker, language, non_streaming=non_streaming,
+                              instruct_ids=instruct_ids, xvector=xvector is not None)
     times = {}
 
     t0 = time.time()
     m64 = ref.TTSModel(cfg, weights, torch.float64)
+    m64.xvector = torch.tensor(xvector, dtype=torch.float64) if xvector else None
     g64 = m64.generate(prompt, frames, gen, greedy=True)
     del m64
     times["float64_greedy"] = round(time.time() - t0, 2)
 
     t0 = time.time()
     m32 = ref.TTSModel(cfg, weights, torch.float32)
+    m32.xvector = torch.tensor(xvector, dtype=torch.float64) if xvector else None
     g32 = m32.generate(prompt, frames, gen, greedy=True, record_talker=0, record_predictor=0)
     times["float32_greedy"] = round(time.time() - t0, 2)
     t0 = time.time()
@@ -105,8 +129,10 @@ def run(model_dir, text, speaker, language, frames, non_streaming=True):
                      "repetition_penalty": gen.get("repetition_penalty", 1.0), "min_new_tokens": 2,
                      "suppress": [cfg["talker_config"]["vocab_size"] - 1024, cfg["talker_config"]["vocab_size"]],
                      "eos": cfg["talker_config"]["codec_eos_token_id"], "reference_dtype": "float64",
-                     "weights_dtype": weights_dtype(model_dir)},
+                     "weights_dtype": weights_dtype(model_dir),
+                     "instruct": instruct, "instruct_ids": instruct_ids},
         "text_ids": text_ids,
+        "xvector": xvector,
         "prompt": {"rows": prompt["rows"], "n_rows": len(prompt["rows"]),
                    "trailing_text": prompt["trailing_text"]},
         "frames": g64["frames"],
@@ -129,7 +155,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--text", required=True)
-    ap.add_argument("--speaker", default="ryan")
+    ap.add_argument("--speaker", default="ryan", help='"none": no built-in speaker (VoiceDesign, Base)')
+    ap.add_argument("--instruct", default=None)
+    ap.add_argument("--xvector-seed", type=int, default=None)
     ap.add_argument("--language", default="english")
     ap.add_argument("--frames", type=int, default=50)
     ap.add_argument("--streaming", action="store_true", help="streaming-text mode (default: non-streaming)")
@@ -138,7 +166,9 @@ def main():
                     help="torch threads; >1 only pays off for the 0.6b shapes on an idle machine")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    g = run(a.model, a.text, a.speaker, a.language, a.frames, non_streaming=not a.streaming)
+    speaker = None if a.speaker == "none" else a.speaker
+    g = run(a.model, a.text, speaker, a.language, a.frames, non_streaming=not a.streaming, instruct=a.instruct,
+            xvector_seed=a.xvector_seed)
     seconds = g.pop("seconds")  # printed, not stored: the golden stays byte-stable
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(g, f, separators=(",", ":"))

@@ -117,6 +117,9 @@ static int read_info(const ember_tts *tts, const cli_tts_opts *o, const char *cm
     copy_string(root, "kernels", out->kernels, sizeof out->kernels);
     copy_string(root, "speakers", out->speaker, sizeof out->speaker);
     copy_string(root, "languages", out->language, sizeof out->language);
+    copy_string(root, "model_type", out->model_type, sizeof out->model_type);
+    out->small = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "small"));
+    out->xvector_dim = get_int(root, "xvector_dim");
     out->generator_threads = get_int(root, "generator_threads");
     out->decoder_threads = get_int(root, "decoder_threads");
     out->samples_per_frame = get_int(root, "samples_per_frame");

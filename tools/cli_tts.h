@@ -55,6 +55,9 @@ int cli_tts_apply_profile(cli_tts_opts *o, const char *cmd);
  * summaries print it. */
 typedef struct cli_tts_info {
     char weights[16], kernels[32], speaker[64], language[64];
+    char model_type[16]; /* custom_voice, base, voice_design */
+    int small;           /* a 0.6B model: instructions are ignored */
+    int32_t xvector_dim;
     int32_t generator_threads, decoder_threads, samples_per_frame, sample_rate;
     int adaptive; /* the calibration's controller cuts the chunks */
 } cli_tts_info;

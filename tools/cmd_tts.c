@@ -18,7 +18,7 @@ static void usage(FILE *f)
             "usage: ember tts -m DIR --text TEXT (-o OUT.wav | --stream) [--speaker S]\n"
             "                 [--language L|auto] [--max-frames N] [--seed S] [--greedy]\n"
             "                 [--streaming-text] [--json] [--temp T] [--top-k K] [--top-p P]\n"
-            "                 [--repetition-penalty R] [--stats FILE]\n"
+            "                 [--repetition-penalty R] [--stats FILE] [--instruct TEXT]\n"
             "                 [engine options]\n"
             "  DIR is a Qwen3-TTS directory (config.json, model.safetensors, vocab.json,\n"
             "  merges.txt, speech_tokenizer/). --stream writes raw s16le mono 24 kHz PCM to\n"
@@ -30,6 +30,8 @@ static void usage(FILE *f)
             "  controller when the calibration says so, and each run refreshes it.\n"
             "  The derived profile (--profile) picks the talker and predictor's format\n"
             "  unless --dtype names one; the summary says which ran.\n"
+            "  --instruct TEXT says how to speak (1.7B CustomVoice) or describes the voice\n"
+            "  (VoiceDesign); a 0.6B model ignores it, a Base model refuses it.\n"
             "  --stats FILE (or EMBER_STATS) writes step statistics and prints where the\n"
             "  80 ms of each frame went.\n"
             "engine options:\n%s",
@@ -101,7 +103,7 @@ static void print_summary(const cli_tts_info *in, const ember_speech_timings *st
 int cmd_tts(int argc, char **argv)
 {
     enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON,
-           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS };
+           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS, O_INSTRUCT };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"text", required_argument, 0, O_TEXT},
         {"out", required_argument, 0, 'o'},        {"speaker", required_argument, 0, O_SPEAKER},
@@ -111,7 +113,8 @@ int cmd_tts(int argc, char **argv)
         {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
         {"temp", required_argument, 0, O_TEMP},    {"top-k", required_argument, 0, O_TOPK},
         {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_PENALTY},
-        {"stats", required_argument, 0, O_STATS},  CLI_TTS_OPTIONS,
+        {"stats", required_argument, 0, O_STATS},  {"instruct", required_argument, 0, O_INSTRUCT},
+        CLI_TTS_OPTIONS,
         {0, 0, 0, 0}};
     cli_tts_opts to;
     cli_tts_opts_init(&to);
@@ -145,6 +148,7 @@ int cmd_tts(int argc, char **argv)
         case O_TOPP: rq.top_p = strtof(optarg, &end); break;
         case O_PENALTY: rq.repetition_penalty = strtof(optarg, &end); break;
         case O_STATS: stats_path = optarg; break;
+        case O_INSTRUCT: rq.instruct = optarg; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = cli_tts_option(c, optarg, "tts", &to);
@@ -173,9 +177,11 @@ int cmd_tts(int argc, char **argv)
     rq.chunks = to.chunks;
     /* a token is at least a byte: the text's length bounds its tokens */
     cli_tts_info info;
-    ember_tts *tts = cli_tts_load(&to, (int32_t)strlen(rq.text) + 16, rq.max_frames ? rq.max_frames : 4096,
-                                  "tts", 1, &info);
+    const int32_t text_bytes = (int32_t)(strlen(rq.text) + (rq.instruct ? strlen(rq.instruct) : 0));
+    ember_tts *tts = cli_tts_load(&to, text_bytes + 32, rq.max_frames ? rq.max_frames : 4096, "tts", 1, &info);
     if (!tts) return 1;
+    if (rq.instruct && rq.instruct[0] && info.small)
+        fprintf(stderr, "ember tts: warning: a 0.6B model ignores --instruct (as the official code does)\n");
     int rc = 1;
     sink k = {NULL, stdout, 0, "", NULL, 0, 0};
     k.cap_chunks = rq.max_frames ? rq.max_frames : 4096;

@@ -64,6 +64,33 @@ static const char *str_or_null(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* A JSON array of numbers as n int32 or float values (malloc'd; n 0 and
+ * NULL when absent or null). -1 when it is something else. */
+static int read_numbers(const cJSON *a, int as_float, void **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!a || cJSON_IsNull(a)) return 0;
+    if (!cJSON_IsArray(a)) return -1;
+    size_t count = (size_t)cJSON_GetArraySize(a), i = 0;
+    int32_t *ints = as_float ? NULL : malloc((count + 1) * sizeof *ints);
+    float *floats = as_float ? malloc((count + 1) * sizeof *floats) : NULL;
+    if (!ints && !floats) return -1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsNumber(e)) {
+            free(ints);
+            free(floats);
+            return -1;
+        }
+        if (as_float) floats[i++] = (float)e->valuedouble;
+        else ints[i++] = (int32_t)e->valuedouble;
+    }
+    *out = as_float ? (void *)floats : (void *)ints;
+    *n = count;
+    return 0;
+}
+
 static int golden(const tts_model *m, const tts_session_params *base, const char *path, int json)
 {
     char *text = NULL;
@@ -71,6 +98,7 @@ static int golden(const tts_model *m, const tts_session_params *base, const char
     cJSON *root = NULL;
     tts_session *s = NULL;
     int32_t *ids = NULL, *gold = NULL, n_gold = 0, codes[TTS_MAX_GROUPS];
+    void *instruct = NULL, *xvector = NULL;
     const int32_t groups = m->cfg.n_groups;
     int rc = 1;
     if (io_read_text_file(path, (size_t)1 << 30, &text, &len) != EMBER_OK ||
@@ -96,10 +124,20 @@ static int golden(const tts_model *m, const tts_session_params *base, const char
     cJSON_ArrayForEach(e, jids) ids[i++] = (int32_t)e->valuedouble;
     const cJSON *ns = cJSON_GetObjectItemCaseSensitive(settings, "non_streaming");
     const cJSON *nf = cJSON_GetObjectItemCaseSensitive(settings, "frames");
+    /* the voice: an instruction's ids, a Base model's x-vector */
+    size_t n_instruct = 0, n_xvector = 0;
+    if (read_numbers(cJSON_GetObjectItemCaseSensitive(settings, "instruct_ids"), 0, &instruct, &n_instruct) ||
+        read_numbers(cJSON_GetObjectItemCaseSensitive(root, "xvector"), 1, &xvector, &n_xvector) ||
+        (xvector && n_xvector != (size_t)m->cfg.talker.hidden)) {
+        fprintf(stderr, "ember tts-codes: %s: settings.instruct_ids or xvector (%d floats) malformed\n", path,
+                m->cfg.talker.hidden);
+        goto done;
+    }
     tts_request rq = {ids, n_ids, str_or_null(settings, "speaker"), str_or_null(settings, "language"),
-                      cJSON_IsFalse(ns), 1, 0, cJSON_IsNumber(nf) ? (int32_t)nf->valuedouble : n_gold, 0, NULL};
+                      cJSON_IsFalse(ns), 1, 0, cJSON_IsNumber(nf) ? (int32_t)nf->valuedouble : n_gold, 0, NULL,
+                      instruct, n_instruct, xvector};
     tts_session_params sp = *base;
-    sp.max_context = (int32_t)n_ids + 16 + rq.max_frames;
+    sp.max_context = (int32_t)(n_ids + n_instruct) + 16 + rq.max_frames;
     if (tts_session_create(m, &sp, &s) != EMBER_OK || tts_session_start(s, &rq) != EMBER_OK) {
         fprintf(stderr, "ember tts-codes: %s\n", ember_last_error());
         goto done;
@@ -170,6 +208,8 @@ done:
     free(text);
     free(ids);
     free(gold);
+    free(instruct);
+    free(xvector);
     return rc;
 }
 

@@ -154,7 +154,8 @@ class SpeechRequest(Structure):
                 ("min_frames", c_int32), ("chunks", c_char_p),
                 ("text_ids", POINTER(c_int32)), ("n_text_ids", c_size_t),
                 ("streaming_text", c_int), ("temperature", c_float), ("top_k", c_int32),
-                ("top_p", c_float), ("repetition_penalty", c_float), ("stats", c_void_p)]
+                ("top_p", c_float), ("repetition_penalty", c_float), ("stats", c_void_p),
+                ("instruct", c_char_p), ("xvector", POINTER(c_float)), ("n_xvector", c_int32)]
 
 
 class SpeechChunk(Structure):

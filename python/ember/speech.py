@@ -160,10 +160,10 @@ class Speech(_lib.Handle):
         """Stops the request being spoken at its next chunk (any thread)."""
         lib.ember_tts_cancel(self._h)
 
-    def _speak(self, push, text, speaker, language, seed, greedy, max_frames, chunks):
+    def _speak(self, push, text, speaker, language, seed, greedy, max_frames, chunks, instruct):
         rq = lib.ember_speech_default_request()
-        keep = [enc(text), enc(speaker), enc(language), enc(chunks)]
-        rq.text, rq.speaker, rq.language, rq.chunks = keep
+        keep = [enc(text), enc(speaker), enc(language), enc(chunks), enc(instruct)]
+        rq.text, rq.speaker, rq.language, rq.chunks, rq.instruct = keep
         rq.seed = int(seed)
         rq.greedy = 1 if greedy else 0
         rq.max_frames = int(max_frames or 0)
@@ -196,14 +196,15 @@ class Speech(_lib.Handle):
         return result
 
     def stream(self, text, speaker=None, language=None, seed=0, greedy=False, max_frames=0,
-               chunks=None):
+               chunks=None, instruct=None):
         """Speaks text; a generator of Chunks, each the moment the decoder
         has it. speaker: one of the checkpoint's ("ryan") or None; language:
         "english", ..., None for auto; chunks: frames per chunk, "2,4,8,16,25"
-        (the last repeats). Leaving the loop early cancels the request; the
-        Stream's result holds the timings (dict, ms)."""
+        (the last repeats); instruct: how to speak (1.7B CustomVoice), or the
+        voice itself (VoiceDesign). Leaving the loop early cancels the
+        request; the Stream's result holds the timings (dict, ms)."""
         return Stream(lambda push: self._speak(push, text, speaker, language, seed, greedy,
-                                               max_frames, chunks), self.cancel)
+                                               max_frames, chunks, instruct), self.cancel)
 
     def speak(self, text, wav=None, **request):
         """Speaks text and returns the Audio (all samples, chunk info,

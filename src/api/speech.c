@@ -29,6 +29,7 @@ ember_speech_request ember_speech_default_request(void)
     memset(&r, 0, sizeof r);
     r.temperature = r.top_p = r.repetition_penalty = -1.0f;
     r.top_k = -1;
+    r.streaming_text = -1;
     return r;
 }
 
@@ -214,8 +215,13 @@ ember_status ember_tts_info(const ember_tts *t, char **json)
     if (json) *json = NULL;
     if (!t || !json) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_tts_info: a NULL argument");
     const tts_config *c = &t->m->cfg;
+    static const char *const types[] = {[TTS_CUSTOM_VOICE] = "custom_voice", [TTS_BASE] = "base",
+                                        [TTS_VOICE_DESIGN] = "voice_design"};
     cJSON *o = cJSON_CreateObject();
-    bool ok = o && cJSON_AddStringToObject(o, "weights", edge_type_name(t->m->weight_type)) &&
+    bool ok = o && cJSON_AddStringToObject(o, "model_type", types[c->type]) &&
+              cJSON_AddBoolToObject(o, "small", c->small) &&
+              cJSON_AddNumberToObject(o, "xvector_dim", c->type == TTS_BASE ? c->talker.hidden : 0) &&
+              cJSON_AddStringToObject(o, "weights", edge_type_name(t->m->weight_type)) &&
               cJSON_AddStringToObject(o, "kernels", t->m->kernels->name) &&
               cJSON_AddNumberToObject(o, "generator_threads", t->gen_threads) &&
               cJSON_AddNumberToObject(o, "decoder_threads", t->dec ? t->dec_threads : 0) &&

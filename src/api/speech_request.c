@@ -16,27 +16,47 @@
 typedef struct resolved {
     tts_request r;
     tts_gen_config sampling;
-    int32_t *owned_ids;
+    int32_t *owned_ids, *instruct_ids;
 } resolved;
 
-static ember_status encode_text(ember_tts *t, const char *text, resolved *out)
+static void resolved_free(resolved *rs)
+{
+    free(rs->owned_ids);
+    free(rs->instruct_ids);
+    rs->owned_ids = rs->instruct_ids = NULL;
+}
+
+/* The ids of head + text + tail, tokenized whole (as the official code
+ * does, then used whole or sliced by the prompt). */
+static ember_status encode_framed(ember_tts *t, const char *head, const char *text, const char *tail,
+                                  int32_t **ids, size_t *n)
 {
     if (!t->tok)
         return ember_fail(EMBER_ERR_INVALID_ARG, "speech text needs the model's tokenizer: %s (or pass text_ids)",
                           t->tok_error);
-    static const char head[] = "<|im_start|>assistant\n", tail[] = "<|im_end|>\n<|im_start|>assistant\n";
     size_t len = strlen(head) + strlen(text) + strlen(tail);
     char *full = malloc(len + 1);
     if (!full) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
     strcpy(full, head);
     strcat(full, text);
     strcat(full, tail);
-    size_t n = 0;
-    ember_status st = et_tokenizer_encode(t->tok, full, len, false, &out->owned_ids, &n);
+    ember_status st = et_tokenizer_encode(t->tok, full, len, false, ids, n);
     free(full);
-    out->r.text_ids = out->owned_ids;
-    out->r.n_text_ids = n;
     return st;
+}
+
+/* The voice: the instruction's block and the x-vector, checked against
+ * the model's kind (the session refuses what the model cannot take). */
+static ember_status resolve_voice(ember_tts *t, const ember_speech_request *rq, resolved *out)
+{
+    const tts_config *c = &t->m->cfg;
+    if (rq->xvector && rq->n_xvector != (c->type == TTS_BASE ? c->talker.hidden : 0))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "an x-vector of %d floats; this model takes %d", rq->n_xvector,
+                          c->type == TTS_BASE ? c->talker.hidden : 0);
+    out->r.xvector = rq->xvector;
+    if (!rq->instruct || !rq->instruct[0]) return EMBER_OK; /* an empty instruction is none */
+    return encode_framed(t, "<|im_start|>user\n", rq->instruct, "<|im_end|>\n", &out->instruct_ids,
+                         &out->r.n_instruct_ids);
 }
 
 /* Negative: generation_config's; otherwise the value for both models. */
@@ -67,22 +87,26 @@ static ember_status resolve(ember_tts *t, const ember_speech_request *rq, resolv
     ember_status st = apply_sampling(rq, &out->sampling);
     if (st) return st;
     if (rq->text) {
-        st = encode_text(t, rq->text, out);
+        st = encode_framed(t, "<|im_start|>assistant\n", rq->text, "<|im_end|>\n<|im_start|>assistant\n",
+                           &out->owned_ids, &out->r.n_text_ids);
+        out->r.text_ids = out->owned_ids;
     } else {
         out->r.text_ids = rq->text_ids;
         out->r.n_text_ids = rq->n_text_ids;
     }
-    if (!st && out->r.n_text_ids > (size_t)t->p.max_text_tokens + 8)
-        st = ember_fail(EMBER_ERR_INVALID_ARG, "the text is %zu tokens, over max_text_tokens %d", out->r.n_text_ids,
-                        t->p.max_text_tokens);
+    if (!st) st = resolve_voice(t, rq, out);
+    out->r.instruct_ids = out->instruct_ids;
+    if (!st && out->r.n_text_ids + out->r.n_instruct_ids > (size_t)t->p.max_text_tokens + 8)
+        st = ember_fail(EMBER_ERR_INVALID_ARG, "the text and instruction are %zu tokens, over max_text_tokens %d",
+                        out->r.n_text_ids + out->r.n_instruct_ids, t->p.max_text_tokens);
     if (st) {
-        free(out->owned_ids);
-        out->owned_ids = NULL;
+        resolved_free(out);
         return st;
     }
     out->r.speaker = rq->speaker;
     out->r.language = rq->language;
-    out->r.streaming = rq->streaming_text;
+    /* the official defaults: a clone streams its text, the others do not */
+    out->r.streaming = rq->streaming_text >= 0 ? rq->streaming_text : t->m->cfg.type == TTS_BASE;
     out->r.greedy = rq->greedy;
     out->r.seed = rq->seed;
     out->r.sampling = &out->sampling;
@@ -185,7 +209,7 @@ ember_status ember_tts_speak(ember_tts *t, const ember_speech_request *rq, ember
     if (st) return st;
     ember_stats *dec_stats = NULL;
     if (rq->stats && ember_stats_create("tts_decoder", &dec_stats) != EMBER_OK) {
-        free(rs.owned_ids);
+        resolved_free(&rs);
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
     }
     pp.gen_stats = rq->stats;
@@ -195,7 +219,7 @@ ember_status ember_tts_speak(ember_tts *t, const ember_speech_request *rq, ember
     tts_synth_stats ss;
     memset(&ss, 0, sizeof ss);
     st = tts_synthesize(t->gen, t->dec, &rs.r, &pp, on_pcm, &k, &ss);
-    free(rs.owned_ids);
+    resolved_free(&rs);
     if (k.oom) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
     if (!st && rq->stats) st = ember_stats_merge(rq->stats, dec_stats);
     ember_stats_free(dec_stats);
@@ -230,7 +254,7 @@ ember_status ember_tts_codes(ember_tts *t, const ember_speech_request *rq, ember
         if (atomic_exchange(&t->cancel, 0) || on_codes(user, codes, groups, tts_session_frames(t->gen) - 1))
             st = ember_fail(EMBER_ERR_CANCELLED, "ember_tts_codes: cancelled");
     }
-    free(rs.owned_ids);
+    resolved_free(&rs);
     ss.frames = tts_session_frames(t->gen);
     ss.talker_ms = tts_session_talker_ms(t->gen);
     ss.predictor_ms = tts_session_predictor_ms(t->gen);

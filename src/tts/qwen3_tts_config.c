@@ -156,6 +156,30 @@ static ember_status parse_talker(const json_obj *t, tts_config *c)
     return EMBER_OK;
 }
 
+/* tts_model_type (absent in early CustomVoice files: custom_voice) and
+ * tts_model_size. */
+static ember_status parse_model_type(const json_obj *top, tts_config *c)
+{
+    static const struct {
+        const char *name;
+        tts_model_type type;
+    } types[] = {{"custom_voice", TTS_CUSTOM_VOICE}, {"base", TTS_BASE}, {"voice_design", TTS_VOICE_DESIGN}};
+    const cJSON *t = json_item(top, "tts_model_type"), *size = json_item(top, "tts_model_size");
+    c->type = TTS_CUSTOM_VOICE;
+    if (t) {
+        size_t i = 0;
+        while (i < sizeof types / sizeof *types && !(cJSON_IsString(t) && !strcmp(t->valuestring, types[i].name)))
+            i++;
+        if (i == sizeof types / sizeof *types)
+            return json_bad(top, EMBER_ERR_UNSUPPORTED, "tts_model_type",
+                            "must be \"custom_voice\", \"base\" or \"voice_design\"");
+        c->type = types[i].type;
+    }
+    if (size && !cJSON_IsString(size)) return json_bad(top, EMBER_ERR_FORMAT, "tts_model_size", "must be a string");
+    c->small = size && !strcmp(size->valuestring, "0b6");
+    return EMBER_OK;
+}
+
 ember_status tts_config_parse(const char *json, size_t len, const char *label, tts_config *out)
 {
     cJSON *root = NULL;
@@ -178,6 +202,7 @@ ember_status tts_config_parse(const char *json, size_t len, const char *label, t
         (st = json_get_int(&top, "tts_eos_token_id", true, 0, 0, big, &out->tts_eos)) ||
         (st = json_get_int(&top, "tts_pad_token_id", true, 0, 0, big, &out->tts_pad)))
         goto done;
+    if ((st = parse_model_type(&top, out))) goto done;
     const struct {
         const char *key;
         int32_t id;

@@ -34,7 +34,16 @@ typedef struct tts_named_id {
     int32_t dialect; /* speakers: index into languages of their dialect, -1 for none */
 } tts_named_id;
 
+/* tts_model_type: which prompts the checkpoint was trained for. */
+typedef enum {
+    TTS_CUSTOM_VOICE, /* built-in speakers (spk_id); instruct on 1.7B */
+    TTS_BASE,         /* voice cloning: a speaker x-vector (speaker_encoder.*) */
+    TTS_VOICE_DESIGN  /* a voice described by an instruction */
+} tts_model_type;
+
 typedef struct tts_config {
+    tts_model_type type;
+    bool small;       /* tts_model_size "0b6": the official code drops instructions */
     /* text-side special ids */
     int32_t im_start, im_end, assistant, tts_bos, tts_eos, tts_pad;
     int32_t text_vocab, text_hidden;

@@ -195,8 +195,10 @@ static ember_status load_into(tts_model *m, const char *dir)
          (st = wt_bind_vector(&ld.wt, "talker.code_predictor.small_to_mtp_projection.bias",
                               pc->hidden, &m->mtp_b))))
         return st;
-    /* Anything left over (a speaker encoder of a Base model, a stray
-     * projection) would be silently ignored otherwise. */
+    /* Anything left over (a stray projection) would be silently ignored
+     * otherwise; a Base checkpoint's speaker encoder is a model of its own
+     * (speaker_encoder.c). */
+    if (m->cfg.type == TTS_BASE) ck_skip_prefix(m->ck, "speaker_encoder.");
     if ((st = ck_check_all_used(m->ck))) return st;
     if (!ld.wt.kept_mapped) ck_drop_resident(m->ck);
     return EMBER_OK;

@@ -172,10 +172,19 @@ ember_status tts_session_start(tts_session *s, const tts_request *r)
         return ember_fail(EMBER_ERR_INVALID_ARG, "max_frames %d must not be negative", r->max_frames);
     if (r->min_frames < 0)
         return ember_fail(EMBER_ERR_INVALID_ARG, "min_frames %d must not be negative", r->min_frames);
+    if (r->xvector && c->type != TTS_BASE)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "a reference voice (x-vector) needs a Base model; this one is %s",
+                          c->type == TTS_VOICE_DESIGN ? "VoiceDesign" : "CustomVoice");
+    if (!r->xvector && c->type == TTS_BASE)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "a Base model clones a voice: it needs a reference (x-vector)");
+    if (r->n_instruct_ids && c->type == TTS_BASE)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "a Base model takes no instruction");
+    /* the official code drops a 0.6B model's instruction */
+    const tts_prompt_voice voice = {r->instruct_ids, c->small ? 0 : r->n_instruct_ids, r->xvector != NULL};
     s->started = 0;
     tts_prompt_free(&s->prompt);
-    ember_status st = tts_prompt_build(c, r->text_ids, r->n_text_ids, speaker, language,
-                                       r->streaming, &s->prompt);
+    ember_status st = tts_prompt_build_voice(c, r->text_ids, r->n_text_ids, speaker, language, r->streaming,
+                                             &voice, &s->prompt);
     if (st) return st;
     if (s->prompt.n_rows >= (size_t)s->p.max_context)
         return ember_fail(EMBER_ERR_CONTEXT_FULL, "TTS prompt of %zu positions does not fit max_context %d",
@@ -193,9 +202,11 @@ ember_status tts_session_start(tts_session *s, const tts_request *r)
         for (int32_t t = 0; t < n; t++) ids[t] = rows[t].text;
         project_text(s, ids, n, s->x);
         for (int32_t t = 0; t < n; t++) {
-            if (rows[t].codec < 0) continue;
-            ek_row_to_f32(s->pred_in, &s->m->codec_embed, rows[t].codec);
-            for (int64_t i = 0; i < th; i++) s->x[t * th + i] += s->pred_in[i];
+            if (rows[t].codec == -1) continue;
+            const float *add = s->pred_in; /* the codec embedding, or the x-vector as it is */
+            if (rows[t].codec == TTS_CODEC_XVECTOR) add = r->xvector;
+            else ek_row_to_f32(s->pred_in, &s->m->codec_embed, rows[t].codec);
+            for (int64_t i = 0; i < th; i++) s->x[t * th + i] += add[i];
         }
         tts_stack_forward(&s->talker, s->x, (int64_t)done, n);
         done += (size_t)n;

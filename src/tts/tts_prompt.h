@@ -9,9 +9,14 @@
 
 #include "tts/qwen3_tts_config.h"
 
+/* The codec side of the row that holds a Base model's speaker x-vector
+ * instead of a codec embedding (the speaker slot of the codec prefix). */
+#define TTS_CODEC_XVECTOR (-2)
+
 typedef struct tts_prompt_row {
     int32_t text;  /* text id whose projected embedding is added, -1 for none */
-    int32_t codec; /* codec id whose embedding is added, -1 for none */
+    int32_t codec; /* codec id whose embedding is added, -1 for none,
+                      TTS_CODEC_XVECTOR for the x-vector itself */
 } tts_prompt_row;
 
 typedef struct tts_prompt {
@@ -29,6 +34,22 @@ typedef struct tts_prompt {
  * the prompt. On success the caller frees with tts_prompt_free. */
 ember_status tts_prompt_build(const tts_config *c, const int32_t *ids, size_t n_ids,
                               int32_t speaker, int32_t language, int streaming, tts_prompt *out);
+
+/* The voice parts of a prompt (spec qwen3-tts-voices.md section 4): an
+ * instruction block before everything, its ids those of
+ * "<|im_start|>user\n{instruct}<|im_end|>\n" (all of them, text only; n 0:
+ * none), and a speaker slot that holds the x-vector (a Base model's clone)
+ * instead of a built-in speaker. */
+typedef struct tts_prompt_voice {
+    const int32_t *instruct;
+    size_t n_instruct;
+    int xvector;
+} tts_prompt_voice;
+
+/* tts_prompt_build with the voice parts (voice NULL: none). */
+ember_status tts_prompt_build_voice(const tts_config *c, const int32_t *ids, size_t n_ids, int32_t speaker,
+                                    int32_t language, int streaming, const tts_prompt_voice *voice,
+                                    tts_prompt *out);
 void tts_prompt_free(tts_prompt *p);
 
 #endif

@@ -34,6 +34,13 @@ typedef struct tts_request {
     int32_t max_frames;      /* 0: generation_config's max_new_tokens */
     int32_t min_frames;      /* 0: generation_config's min_new_tokens (EOS banned before) */
     const tts_gen_config *sampling; /* NULL: the model's generation_config */
+    /* the voice (qwen3-tts-voices.md section 4): the ids of
+     * "<|im_start|>user\n{instruct}<|im_end|>\n" (CustomVoice 1.7B, VoiceDesign;
+     * dropped on a 0.6B model, as the official code does), and a Base
+     * model's speaker x-vector (talker hidden floats) in the speaker slot */
+    const int32_t *instruct_ids;
+    size_t n_instruct_ids;
+    const float *xvector;
 } tts_request;
 
 typedef struct tts_session tts_session;

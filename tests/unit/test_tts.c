@@ -182,6 +182,35 @@ static void prompt_streaming(void)
     tts_prompt_free(&p);
 }
 
+/* The voice parts (spec qwen3-tts-voices.md section 4): the instruction's
+ * rows, text alone, before everything (CustomVoice with an M-token
+ * instruction: M+N+16 rows); a clone's x-vector in the speaker slot of the
+ * streaming layout (10 rows with a language). */
+static void prompt_voices(void)
+{
+    tts_config c;
+    tts_prompt p;
+    parse_ok(&c);
+    const int32_t instruct[] = {10, 30, 5, 40, 41, 11, 5}; /* <|im_start|>user\n i1 i2 <|im_end|>\n */
+    const tts_prompt_voice with_instruct = {instruct, 7, 0};
+    REQUIRE(tts_prompt_build_voice(&c, ids3, 11, tts_config_speaker(&c, "ryan"), tts_config_language(&c, "english"),
+                                   0, &with_instruct, &p) == EMBER_OK);
+    CHECK(p.n_rows == 2 + 3 + 16);
+    for (size_t i = 0; i < 7; i++) CHECK(row_is(&p, i, instruct[i], -1));
+    CHECK(row_is(&p, 7, 10, -1) && row_is(&p, 14, 13, 90) && row_is(&p, 20, 13, 71));
+    tts_prompt_free(&p);
+    const tts_prompt_voice clone = {NULL, 0, 1};
+    REQUIRE(tts_prompt_build_voice(&c, ids3, 11, -1, tts_config_language(&c, "english"), 1, &clone, &p) ==
+            EMBER_OK);
+    CHECK(p.n_rows == 10);
+    CHECK(row_is(&p, 7, 13, TTS_CODEC_XVECTOR) && row_is(&p, 8, 14, 70) && row_is(&p, 9, 20, 71));
+    tts_prompt_free(&p);
+    CHECK(tts_prompt_build_voice(&c, ids3, 11, 0, 0, 1, &clone, &p) == EMBER_ERR_INVALID_ARG); /* both */
+    const int32_t outside[] = {10, 64, 5};
+    const tts_prompt_voice bad = {outside, 3, 0};
+    CHECK(tts_prompt_build_voice(&c, ids3, 11, 0, 0, 0, &bad, &p) == EMBER_ERR_INVALID_ARG);
+}
+
 static void prompt_errors(void)
 {
     tts_config c;
@@ -407,7 +436,7 @@ static void valid_checkpoint_runs(void)
             tts_model_free(m);
             REQUIRE(0);
         }
-        tts_request rq = {ids3, 11, "ryan", "english", 0, 0, 7, 5, 0, NULL};
+        tts_request rq = {ids3, 11, "ryan", "english", 0, 0, 7, 5, 0, NULL, NULL, 0, NULL};
         int32_t ca[5][4], cb[5][4];
         int done_a = 0, done_b = 0, na = 0, nb = 0;
         CHECK(tts_session_start(a, &rq) == EMBER_OK && tts_session_start(b, &rq) == EMBER_OK);
@@ -493,6 +522,7 @@ int main(void)
     RUN(prompt_language_non_streaming);
     RUN(prompt_auto_and_dialect);
     RUN(prompt_streaming);
+    RUN(prompt_voices);
     RUN(prompt_errors);
     RUN(mrope_reduces_to_rope);
     RUN(valid_checkpoint_runs);
