@@ -9,6 +9,9 @@
 #include "cli_public.h"
 #include "edge/profile.h"
 
+/* `ember voice` (cmd_voice.c): the Base speaker encoder on a recording. */
+int cmd_voice(int argc, char **argv);
+
 /* The same for a Qwen3-TTS directory: the talker and predictor's format
  * goes to *weight_type unless it is set (an explicit --dtype). Returns 1
  * with the profile in *out (its CPUs place the threads; NULL: the caller
