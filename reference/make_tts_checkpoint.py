@@ -3,7 +3,7 @@
 
   /usr/bin/python3 reference/make_tts_checkpoint.py --preset tiny|full --out DIR
       [--variant 0.6b-customvoice|0.6b-base|1.7b-base|1.7b-customvoice|1.7b-voicedesign]
-      [--dtype bf16|f32] [--seed S] [--speech-only]
+      [--dtype bf16|f32] [--seed S] [--speech-only | --speaker-only]
 
 --variant picks the model (default 0.6b-customvoice); its config.json is the
 real one (../shared/qwen3-tts-0.6b-customvoice/ or ../shared/qwen3-tts-variants/
@@ -13,6 +13,10 @@ kept for the existing commands); tiny scales the dimensions (TINY_TALKER, or
 TINY_TALKER_1B7 for the 1.7B variants, whose talker is twice as wide as the
 predictor as in the real ones).
 
+--speaker-only (Base variants) writes just config.json and a model.safetensors
+holding only the speaker_encoder.* tensors (full size: 8.9M / 12.0M parameters,
+under a second), e.g. for a test of the speaker encoder at its real size; the
+real file also holds the talker.
 --speech-only writes just DIR/speech_tokenizer/ (a full-size one takes ~3 s:
 682 MB of F32), e.g. for a test of the Code2Wav decoder in a temporary directory.
 
@@ -569,6 +573,17 @@ def write_checkpoint(preset, out, dtype="bf16", seed=0, variant=DEFAULT_VARIANT)
     return cfg, specs, size
 
 
+def write_speaker_only(preset, out, dtype="bf16", seed=0, variant=DEFAULT_VARIANT):
+    """config.json and a model.safetensors of the speaker_encoder.* tensors alone."""
+    os.makedirs(out, exist_ok=True)
+    cfg = place_config(preset, out, "config.json", lambda: tiny_config(variant), VARIANT_CONFIG[variant])
+    sc = speaker_config(cfg)
+    if sc is None:
+        raise SystemExit(f"--speaker-only: {variant} has no speaker encoder (Base variants only)")
+    specs = sorted(speaker_encoder_specs(sc), key=lambda t: t[0].encode())
+    return specs, write_model(os.path.join(out, "model.safetensors"), specs, dtype, seed)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", choices=["tiny", "full", "0.6b"], required=True,
@@ -579,9 +594,18 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--speech-only", action="store_true",
                     help="write only speech_tokenizer/ (config + F32 weights)")
+    ap.add_argument("--speaker-only", action="store_true",
+                    help="write only config.json and the speaker_encoder.* tensors (Base variants)")
     a = ap.parse_args()
     t0 = time.time()
     summary = {"out": a.out, "preset": a.preset, "variant": a.variant, "seed": a.seed}
+    if a.speaker_only:
+        specs, size = write_speaker_only(a.preset, a.out, a.dtype, a.seed, a.variant)
+        summary.update(dtype=a.dtype, speaker_encoder_tensors=len(specs),
+                       speaker_encoder_params=sum(int(np.prod(s[1])) for s in specs),
+                       safetensors_bytes=size, seconds=round(time.time() - t0, 1))
+        print(json.dumps(summary))
+        return 0
     if not a.speech_only:
         _, specs, size = write_checkpoint(a.preset, a.out, a.dtype, a.seed, a.variant)
         speaker = [s for s in specs if s[0].startswith("speaker_encoder.")]

@@ -35,7 +35,8 @@ static void usage(FILE *f)
 
 /* The result as one JSON object (cJSON escapes the paths). */
 static int print_json(const char *dir, const char *wav, const wav_info *info, size_t n,
-                      int64_t frames, const float *x, int32_t dim, const char *kernels)
+                      int64_t frames, const float *x, int32_t dim, const char *kernels,
+                      const double seconds[2])
 {
     double norm = 0;
     for (int32_t i = 0; i < dim; i++) norm += (double)x[i] * x[i];
@@ -53,6 +54,9 @@ static int print_json(const char *dir, const char *wav, const wav_info *info, si
     cJSON_AddNumberToObject(o, "full_scale_samples", (double)info->n_full_scale);
     cJSON_AddNumberToObject(o, "mel_frames", (double)frames);
     cJSON_AddStringToObject(o, "kernels", kernels);
+    /* wall time: reading the file and loading the encoder; mel + encoder */
+    cJSON_AddNumberToObject(o, "load_s", seconds[0]);
+    cJSON_AddNumberToObject(o, "encode_s", seconds[1]);
     cJSON_AddNumberToObject(o, "enc_dim", dim);
     cJSON_AddNumberToObject(o, "norm", sqrt(norm));
     for (int32_t i = 0; i < dim; i++) cJSON_AddItemToArray(v, cJSON_CreateNumber(x[i]));
@@ -102,6 +106,7 @@ static int xvector(int argc, char **argv)
     mel_frontend *front = NULL;
     ember_pool *pool = NULL;
     int rc = 1;
+    double t0 = cli_now_s(), seconds[2];
     if (wav_load(wav, MEL_SAMPLE_RATE, max_seconds, &info, &wave, &n) ||
         spk_encoder_load(dir, kernels, &enc) || mel_frontend_create(&front) ||
         (threads > 1 && pool_create(threads, &pool))) {
@@ -129,11 +134,14 @@ static int xvector(int argc, char **argv)
         fprintf(stderr, "ember voice: out of memory\n");
         goto done;
     }
+    const double t1 = cli_now_s();
+    seconds[0] = t1 - t0;
     if (mel_compute(front, wave, n, mel) || spk_encoder_xvector(enc, pool, mel, frames, x)) {
         fprintf(stderr, "ember voice: %s\n", ember_last_error());
         goto done;
     }
-    if (print_json(dir, wav, &info, n, frames, x, dim, kernels->name)) {
+    seconds[1] = cli_now_s() - t1;
+    if (print_json(dir, wav, &info, n, frames, x, dim, kernels->name, seconds)) {
         fprintf(stderr, "ember voice: out of memory\n");
         goto done;
     }

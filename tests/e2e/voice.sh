@@ -3,6 +3,9 @@
 #   - parity: the committed clip's x-vector against the float64 golden of
 #     reference/voice_golden.py (SNR within MARGIN_DB of its float32 floor), on
 #     the tiny Base checkpoint the golden names (made here: it needs torch);
+#   - the speaker encoder at its real 0.6B-Base size (enc_dim 1024, 1536
+#     channels; --speaker-only checkpoint) against the reference run live,
+#     held to that run's own float32 floor less MARGIN_DB;
 #   - the same audio as people have it, converted by sox: 24-bit stereo,
 #     float32 stereo: the same samples, so the same x-vector; 48 kHz and
 #     44.1 kHz versions go through the resampler there and back, which
@@ -53,6 +56,27 @@ print(("ok " if db >= bar else "low ") + "%.1f dB, bar %.1f" % (db, bar))' "$out
 
 xvector_snr voice_xvector_vs_reference $CLIP floor
 xvector_snr voice_xvector_2_threads_scalar_kernels $CLIP floor --threads 2 --kernels scalar
+
+# Real size: the live reference in float32 and float64 on the same weights.
+FULL="$TMP/full"
+if $PY reference/make_tts_checkpoint.py --preset full --variant 0.6b-base --speaker-only \
+       --out "$FULL" >/dev/null 2>&1 &&
+   $PY reference/voice_ref.py --wav $CLIP --model "$FULL" >"$TMP/full32.json" 2>"$TMP/err" &&
+   $PY reference/voice_ref.py --wav $CLIP --model "$FULL" --float64 >"$TMP/full64.json" 2>"$TMP/err" &&
+   $EMBER voice xvector -m "$FULL" --ref-audio $CLIP --threads 2 >"$TMP/full_ember.json" 2>"$TMP/err"
+then
+  verdict=$($PY -c '
+import json, sys
+import numpy as np
+x = [np.array(json.load(open(p))["xvector"], dtype=np.float64) for p in sys.argv[1:4]]
+snr = lambda a, b: 10 * np.log10((b ** 2).sum() / ((a - b) ** 2).sum())
+bar = snr(x[1], x[0]) - float(sys.argv[4])
+db = snr(x[2], x[0]) if x[2].shape == x[0].shape else -999.0
+print(("ok " if db >= bar else "low ") + "%.1f dB over %d dims, bar %.1f" % (db, len(x[0]), bar))' \
+    "$TMP/full64.json" "$TMP/full32.json" "$TMP/full_ember.json" $MARGIN_DB 2>&1)
+  if [ "${verdict%% *}" = ok ]; then pass "voice_full_size_xvector_vs_reference (${verdict#ok })"
+  else fail voice_full_size_xvector_vs_reference "$verdict"; fi
+else fail voice_full_size_xvector_vs_reference "$(cat "$TMP/err")"; fi
 
 # The same samples in other encodings: exact conversions, so the floor bar.
 sox $CLIP -b 24 -c 2 "$TMP/stereo24.wav"
