@@ -14,7 +14,15 @@ Writes into --out-dir:
                        little-endian float32 (T = 112)
   voice-golden.json    {"mel": {"frames", "float32_floor_snr_db"},
                         "xvector": {"model", "enc_dim", "values" (float64, 9
-                        significant digits), "float32_floor_snr_db"}}
+                        significant digits), "float32_floor_snr_db"},
+                        "codes": the speech tokenizer encoder's reference codes
+                        of the clip (reference/speech_encoder_ref.py) on the
+                        committed models/tts-tiny: {"model", "frames" [F][16]
+                        (float64 run), "gaps" [F][16] (each choice's margin to
+                        the second nearest codebook row), "min_gap",
+                        "float32_mismatches" (codes the float32 run chose
+                        otherwise), "latent" [F][hidden] (float64, before the
+                        quantizer), "latent_float32_floor_snr_db"}}
 The floors are the SNR of the same computation in float32 against float64
 (the x-vector's runs the whole path, waveform to x-vector): tests hold ember's
 float32 results to them less a margin, so the bar follows the arithmetic.
@@ -39,8 +47,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import voice_ref as ref  # noqa: E402
+from speech_encoder_ref import SpeechEncoder  # noqa: E402
 
 CLIP_SEED = 2027
+CODES_MODEL = "models/tts-tiny"
 MODEL_SEED = 1
 MODEL_ARGS = ["--preset", "tiny", "--variant", "0.6b-base", "--seed", str(MODEL_SEED)]
 MODEL_COMMAND = "reference/make_tts_checkpoint.py " + " ".join(MODEL_ARGS)
@@ -111,12 +121,25 @@ def main():
         "note": "float32_floor_snr_db: the reference's float32 run against its float64 run "
                 "(x-vector: waveform to x-vector in float32)",
     }
+    enc64 = SpeechEncoder(os.path.join(ROOT, CODES_MODEL), torch.float64)
+    enc32 = SpeechEncoder(os.path.join(ROOT, CODES_MODEL), torch.float32)
+    codes64, gaps = enc64.codes(wave64)
+    codes32, _ = enc32.codes(wave64)
+    lat64, lat32 = enc64.latent(wave64), enc32.latent(wave64)
+    golden["codes"] = {"model": CODES_MODEL, "frames": codes64.tolist(),
+                       "gaps": [sig9(g) for g in gaps], "min_gap": float(f"{float(gaps.min()):.6g}"),
+                       "float32_mismatches": int((codes32 != codes64).sum()),
+                       "latent": [sig9(v) for v in lat64],
+                       "latent_float32_floor_snr_db": round(ref.snr_db(lat32, lat64), 2)}
     with open(os.path.join(a.out_dir, "voice-golden.json"), "w", encoding="utf-8") as f:
         json.dump(golden, f, indent=1)
         f.write("\n")
     print(json.dumps({"frames": golden["mel"]["frames"], "mel_floor": golden["mel"]["float32_floor_snr_db"],
                       "xvector_floor": golden["xvector"]["float32_floor_snr_db"],
                       "xvector_norm": golden["xvector"]["norm"],
+                      "code_frames": len(golden["codes"]["frames"]), "code_min_gap": golden["codes"]["min_gap"],
+                      "code_float32_mismatches": golden["codes"]["float32_mismatches"],
+                      "latent_floor": golden["codes"]["latent_float32_floor_snr_db"],
                       "mel_range": [float(mel64.min()), float(mel64.max())]}))
     return 0
 

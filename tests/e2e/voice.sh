@@ -14,6 +14,7 @@
 #     that a broken rate path misses by far (ignoring the rate gives ~0 dB;
 #     even the 8 kHz band limit of a 16 kHz file costs it 8 dB). The
 #     resampler itself is held to ~130 dB on sines by tests/unit/test_wav_read;
+#   - reference/test_voice_reference.py (the references checked by other paths);
 #   - refusals: a CustomVoice model, a clip under 1280 samples, longer than
 #     --max-seconds, not a WAV, missing; warnings for silence and clipping.
 source "$(dirname "$0")/lib.sh"
@@ -112,4 +113,10 @@ sox $CLIP "$TMP/loud.wav" gain 12 2>/dev/null
 if err=$($EMBER voice xvector -m "$BASE" --ref-audio "$TMP/loud.wav" 2>&1 >/dev/null) &&
    grep -q "at full scale (clipped)" <<<"$err"; then pass voice_clipping_warns
 else fail voice_clipping_warns "$err"; fi
+
+# The references' own checks (Conv1d modules, lengths, filter areas, the codes golden).
+out=$($PY reference/test_voice_reference.py 2>&1); rc=$?
+grep -E '^(PASS|FAIL)' <<<"$out" | sed 's/^\(PASS\|FAIL\) /\1 voice_ref:/'
+if [ $rc -ne 0 ] && ! grep -q '^FAIL' <<<"$out"; then fail voice_reference_run "$(tail -5 <<<"$out")"; fi
+[ $rc -eq 0 ] || e2e_failed=1
 exit $e2e_failed
