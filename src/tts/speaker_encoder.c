@@ -10,7 +10,6 @@
 #include "io/checkpoint.h"
 #include "kernels/conv.h"
 #include "kernels/exec.h"
-#include "kernels/formats.h"
 #include "nn/weights.h"
 
 #define PREFIX "speaker_encoder."
@@ -40,30 +39,8 @@ struct spk_encoder {
 
 typedef struct spk_loader {
     wt_loader wt;
-    float *tmp; /* one tensor widened to fp32 */
-    size_t tmp_cap;
+    wt_f32_buf tmp; /* one tensor widened to fp32 */
 } spk_loader;
-
-static ember_status widen(spk_loader *ld, const char *name, int n_dims, const int64_t *shape,
-                          const float **out)
-{
-    const et_tensor *t;
-    ember_status st = wt_fetch_shape(&ld->wt, name, n_dims, shape, &t);
-    if (st) return st;
-    if (!et_dtype_is_float(t->dtype))
-        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: tensor '%s' is %s (the speaker encoder takes "
-                          "F32, F16 or BF16)", ck_path(ld->wt.ck), name, et_dtype_name(t->dtype));
-    const size_t n = (size_t)et_tensor_numel(t);
-    if (n > ld->tmp_cap) {
-        float *p = realloc(ld->tmp, n * sizeof(float));
-        if (!p) return ember_fail(EMBER_ERR_NO_MEMORY, "loading '%s': out of memory", name);
-        ld->tmp = p;
-        ld->tmp_cap = n;
-    }
-    ek_format_of(t->dtype)->to_f32(t->data, ld->tmp, (int64_t)n);
-    *out = ld->tmp;
-    return EMBER_OK;
-}
 
 /* "speaker_encoder.{name}.weight" [cout, cin, k] and ".bias" [cout]. */
 static ember_status bind_conv(spk_loader *ld, const char *name, int32_t cout, int32_t cin,
@@ -74,10 +51,10 @@ static ember_status bind_conv(spk_loader *ld, const char *name, int32_t cout, in
     ember_status st;
     const int64_t wshape[3] = {cout, cin, k}, bshape[1] = {cout};
     snprintf(full, sizeof full, PREFIX "%s.weight", name);
-    if ((st = widen(ld, full, 3, wshape, &w)) || (st = ek_conv_pack(&c->w, EK_CONV_F32, w, cout, cin, k)))
+    if ((st = wt_fetch_f32(&ld->wt, full, 3, wshape, &ld->tmp, &w)) || (st = ek_conv_pack(&c->w, EK_CONV_F32, w, cout, cin, k)))
         return st;
     snprintf(full, sizeof full, PREFIX "%s.bias", name);
-    if ((st = widen(ld, full, 1, bshape, &w))) return st;
+    if ((st = wt_fetch_f32(&ld->wt, full, 1, bshape, &ld->tmp, &w))) return st;
     if (!(c->bias = malloc(sizeof(float) * (size_t)cout)))
         return ember_fail(EMBER_ERR_NO_MEMORY, "loading '%s': out of memory", full);
     memcpy(c->bias, w, sizeof(float) * (size_t)cout);
@@ -168,7 +145,7 @@ ember_status spk_encoder_load(const char *dir, const ek_kernel_set *kernels, spk
     spk_loader ld = {.wt = {.ck = ck, .convert_to = ET_DTYPE_COUNT, .kernels = e->kernels}};
     if (!(st = spk_config_parse(ck_config_json(ck), ck_config_len(ck), label, &e->cfg)))
         st = bind_all(&ld, e);
-    free(ld.tmp);
+    free(ld.tmp.p);
     ck_close(ck); /* every weight was copied into packed panels */
     if (st) {
         spk_encoder_free(e);
