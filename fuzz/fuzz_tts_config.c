@@ -1,6 +1,6 @@
 /* libFuzzer target: Qwen3-TTS config.json (talker and, for Base models, the
  * speaker encoder), generation_config.json and speech_tokenizer/config.json
- * parsing. Any input gives a config or an
+ * (decoder and encoder) parsing. Any input gives a config or an
  * error, never a crash, leak or undefined behaviour; the prompt builder runs
  * on what parses. */
 #include <stddef.h>
@@ -9,6 +9,7 @@
 #include "tts/code2wav_config.h"
 #include "tts/qwen3_tts_config.h"
 #include "tts/speaker_config.h"
+#include "tts/speech_encoder.h"
 #include "tts/tts_prompt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -38,6 +39,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sum += sc.channels[b];
         }
         if (sum != sc.channels[sc.n_layers - 1]) __builtin_trap();
+    }
+    se_config ec;
+    if (se_config_parse((const char *)data, size, "fuzz/speech_tokenizer/config.json", &ec) ==
+        EMBER_OK) {
+        /* an encoder config that parses: whole frames, codes within the
+         * quantizers, widths that halve in the residual units */
+        if (ec.samples_per_frame < 2 || ec.n_codes > ec.n_quantizers || ec.n_codes < 1 ||
+            ec.n_filters % ec.compress || ec.n_stages < 1 || ec.head_dim % 2)
+            __builtin_trap();
     }
     tts_gen_config_default(&g);
     (void)tts_gen_config_parse((const char *)data, size, "fuzz/generation_config.json", &g);

@@ -7,6 +7,10 @@
  *     command the golden names, in a temporary directory, unless
  *     $EMBER_TTS_BASE_MODEL names one) from that mel and from the golden mel,
  *     on every kernel set this CPU runs and with a thread pool, likewise;
+ *   - the speech tokenizer encoder's reference codes of the clip on the
+ *     committed models/tts-tiny: every code equal to the float64 reference's
+ *     except where the reference itself has a near tie (margin under
+ *     NEAR_TIE), and its latent at the float32 floor less MARGIN_DB;
  *   - lengths, configs and models the encoder refuses. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -22,6 +26,7 @@
 #include "tts/mel.h"
 #include "tts/speaker_config.h"
 #include "tts/speaker_encoder.h"
+#include "tts/speech_encoder.h"
 
 #define GOLDEN "tests/data/voice-golden.json"
 #define WAV "tests/data/voice-ref-24k.wav"
@@ -30,6 +35,9 @@
  * against float64 may sit a few dB under the reference's float32 floor; a
  * semantic error costs tens of dB. */
 #define MARGIN_DB 10.0
+/* A nearest-codebook choice whose runner-up is this close (in distance) may
+ * flip under float32 rounding of the latent (~1e-6 relative here). */
+#define NEAR_TIE 1e-4
 
 static cJSON *golden;
 static const char *base_model;
@@ -196,6 +204,56 @@ static void xvector_matches_reference(void)
     free(want_mel);
 }
 
+static void codes_match_reference(void)
+{
+    const cJSON *g = cJSON_GetObjectItem(golden, "codes");
+    const cJSON *frames = cJSON_GetObjectItem(g, "frames"), *gaps = cJSON_GetObjectItem(g, "gaps");
+    const cJSON *lat = cJSON_GetObjectItem(g, "latent"), *model = cJSON_GetObjectItem(g, "model");
+    REQUIRE(cJSON_IsArray(frames) && cJSON_IsArray(gaps) && cJSON_IsArray(lat) && cJSON_IsString(model));
+    wav_info info;
+    float *wave;
+    size_t n;
+    REQUIRE(wav_load(WAV, 24000, 0, &info, &wave, &n) == EMBER_OK);
+    static const char *const sets[] = {"scalar", "avx2", "avx512"};
+    for (size_t s = 0; s < sizeof sets / sizeof *sets; s++) {
+        const ek_kernel_set *k = ek_kernels_by_name(sets[s]);
+        se_encoder *e;
+        if (!k) continue;
+        ember_status st = se_encoder_load(model->valuestring, k, &e);
+        CHECK_MSG(st == EMBER_OK, "%s", ember_last_error());
+        if (st) break;
+        const se_config *c = se_encoder_config(e);
+        const int64_t F = se_encoder_frames(e, n);
+        CHECK(F == cJSON_GetArraySize(frames) && c->n_codes == 16);
+        int32_t *codes = malloc(sizeof(int32_t) * (size_t)(F * c->n_codes));
+        float *latent = malloc(sizeof(float) * (size_t)(F * c->hidden));
+        double *want = malloc(sizeof(double) * (size_t)(F * c->hidden));
+        CHECK(se_encoder_encode(e, NULL, wave, n, codes, NULL, latent) == EMBER_OK);
+        int mismatches = 0, excused = 0;
+        for (int64_t f = 0; f < F && f < cJSON_GetArraySize(frames); f++) {
+            const cJSON *fr = cJSON_GetArrayItem(frames, (int)f), *gr = cJSON_GetArrayItem(gaps, (int)f);
+            const cJSON *lr = cJSON_GetArrayItem(lat, (int)f);
+            for (int32_t q = 0; q < c->n_codes; q++)
+                if (codes[f * c->n_codes + q] != cJSON_GetArrayItem(fr, q)->valueint) {
+                    mismatches++;
+                    excused += cJSON_GetArrayItem(gr, q)->valuedouble < NEAR_TIE;
+                }
+            for (int32_t i = 0; i < c->hidden; i++) want[f * c->hidden + i] = cJSON_GetArrayItem(lr, i)->valuedouble;
+        }
+        const double db = snr_db(latent, want, (size_t)(F * c->hidden));
+        const double bar = cJSON_GetObjectItem(g, "latent_float32_floor_snr_db")->valuedouble - MARGIN_DB;
+        printf("     codes (%s kernels): %lld frames x 16, %d differ from the float64 reference (%d at "
+               "its near ties); latent %.1f dB (bar %.1f)\n", sets[s], (long long)F, mismatches,
+               excused, db, bar);
+        CHECK_MSG(mismatches == excused, "%s: %d codes differ outside near ties", sets[s],
+                  mismatches - excused);
+        CHECK_MSG(db >= bar, "%s: latent %.1f dB under the bar %.1f", sets[s], db, bar);
+        free(codes), free(latent), free(want);
+        se_encoder_free(e);
+    }
+    free(wave);
+}
+
 static void refusals(void)
 {
     spk_encoder *e = (spk_encoder *)&e;
@@ -266,6 +324,7 @@ int main(void)
     RUN(mel_matches_reference);
     RUN(mel_lengths);
     RUN(xvector_matches_reference);
+    RUN(codes_match_reference);
     RUN(refusals);
     if (made_dir[0]) {
         char line[128];
