@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `ember voice xvector` (the Base speaker encoder on a recording):
+# `ember voice xvector` (the Base speaker encoder on a recording) and
+# `ember voice codes` (the speech tokenizer's encoder):
 #   - parity: the committed clip's x-vector against the float64 golden of
 #     reference/voice_golden.py (SNR within MARGIN_DB of its float32 floor), on
 #     the tiny Base checkpoint the golden names (made here: it needs torch);
@@ -14,6 +15,8 @@
 #     that a broken rate path misses by far (ignoring the rate gives ~0 dB;
 #     even the 8 kHz band limit of a 16 kHz file costs it 8 dB). The
 #     resampler itself is held to ~130 dB on sines by tests/unit/test_wav_read;
+#   - `voice codes`: the speech tokenizer encoder's codes of the clip equal
+#     the golden's (models/tts-tiny);
 #   - reference/test_voice_reference.py (the references checked by other paths);
 #   - refusals: a CustomVoice model, a clip under 1280 samples, longer than
 #     --max-seconds, not a WAV, missing; warnings for silence and clipping.
@@ -89,6 +92,23 @@ sox $CLIP -r 48000 "$TMP/r48k.wav"
 sox $CLIP -r 44100 -b 24 "$TMP/r44k.wav"
 xvector_snr voice_48khz_resampled_report "$TMP/r48k.wav" 25
 xvector_snr voice_44khz_24bit_resampled_report "$TMP/r44k.wav" 25
+
+# Reference codes (`voice codes`, the speech tokenizer's encoder) on the committed
+# tiny tokenizer: the golden's float64 codes, from the clip and from its 24-bit
+# stereo copy (the same samples).
+codes_equal() {
+  local name=$1 wav=$2 out verdict
+  if ! out=$($EMBER voice codes -m models/tts-tiny --ref-audio "$wav" 2>&1); then fail "$name" "$out"; return; fi
+  verdict=$($PY -c '
+import json, sys
+got = json.loads(sys.argv[1])["frames"]
+want = json.load(open(sys.argv[2]))["codes"]["frames"]
+bad = sum(a != b for fa, fb in zip(got, want) for a, b in zip(fa, fb)) + abs(len(got) - len(want)) * 16
+print(("ok " if bad == 0 else "low ") + "%d frames, %d codes differ" % (len(got), bad))' "$out" $GOLDEN 2>&1)
+  if [ "${verdict%% *}" = ok ]; then pass "$name (${verdict#ok })"; else fail "$name" "$verdict"; fi
+}
+codes_equal voice_codes_vs_reference $CLIP
+codes_equal voice_codes_24bit_stereo "$TMP/stereo24.wav"
 
 # Refusals and warnings.
 expect_error voice_customvoice_refused 'tts_model_type is "custom_voice", not "base"' \
