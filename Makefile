@@ -14,7 +14,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wpointer-arith -Wvla -Wformat=2
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fno-math-errno $(WARN) -Iinclude -Isrc -MMD -MP
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lm -lpthread
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lsoxr -lfftw3f -lm -lpthread
 
 # The shared library's version: SONAME libember.so.$(ABI_MAJOR). Bump
 # ABI_MAJOR when a change breaks callers (see lib/ember.symbols).

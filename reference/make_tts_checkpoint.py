@@ -1,9 +1,22 @@
 #!/usr/bin/python3
-"""Random-weight Qwen3-TTS (CustomVoice) checkpoint in the real on-disk layout.
+"""Random-weight Qwen3-TTS checkpoints (all five models) in the real on-disk layout.
 
-  /usr/bin/python3 reference/make_tts_checkpoint.py --preset tiny|0.6b --out DIR
-      [--dtype bf16|f32] [--seed S] [--speech-only]
+  /usr/bin/python3 reference/make_tts_checkpoint.py --preset tiny|full --out DIR
+      [--variant 0.6b-customvoice|0.6b-base|1.7b-base|1.7b-customvoice|1.7b-voicedesign]
+      [--dtype bf16|f32] [--seed S] [--speech-only | --speaker-only]
 
+--variant picks the model (default 0.6b-customvoice); its config.json is the
+real one (../shared/qwen3-tts-0.6b-customvoice/ or ../shared/qwen3-tts-variants/
+Qwen3-TTS-12Hz-<variant>/); every other small file is the same in all five.
+--preset full writes the real sizes of that variant (`0.6b` is its old name,
+kept for the existing commands); tiny scales the dimensions (TINY_TALKER, or
+TINY_TALKER_1B7 for the 1.7B variants, whose talker is twice as wide as the
+predictor as in the real ones).
+
+--speaker-only (Base variants) writes just config.json and a model.safetensors
+holding only the speaker_encoder.* tensors (full size: 8.9M / 12.0M parameters,
+under a second), e.g. for a test of the speaker encoder at its real size; the
+real file also holds the talker.
 --speech-only writes just DIR/speech_tokenizer/ (a full-size one takes ~3 s:
 682 MB of F32), e.g. for a test of the Code2Wav decoder in a temporary directory.
 
@@ -13,7 +26,7 @@ along the 50 greedy golden frames (>= 0.0055 for c0 and the predictor), so
 float32 rounding cannot flip an argmax.  Seed 0 had a 3.5e-5 predictor gap.
 
 What lands in DIR
-  config.json               0.6b: byte copy of the real file.  tiny: the real file
+  config.json               full: byte copy of the variant's real file.  tiny: the real file
                             with only dimension keys changed (json, indent 2, key
                             order kept): talker hidden/intermediate/layers/heads/
                             kv heads/head_dim/text_hidden_size and
@@ -64,7 +77,16 @@ Tensors (H = talker hidden, T = text hidden, P = predictor hidden):
   talker.code_predictor.model.codec_embedding.{g}.weight [2048, H], g = 0..14
   talker.code_predictor.lm_head.{g}.weight [2048, P], g = 0..14
   talker.code_predictor.small_to_mtp_projection.{weight [P,H], bias [P]}
-      only when P != H (tiny: H=32, P=24; absent for 0.6b).
+      only when P != H (tiny: H=32 or 64, P=24; 1.7B: H=2048, P=1024; absent
+      for the full 0.6B).
+  speaker_encoder.*         Base variants only: the ECAPA-TDNN of
+                            Qwen3TTSSpeakerEncoder (see speaker_encoder_specs),
+                            76 tensors, in the file's dtype like the rest.  Its
+                            config is speaker_encoder_config with the class
+                            defaults for the keys the real file leaves out; tiny
+                            writes scaled channel counts there (TINY_SPEAKER) and
+                            enc_dim = the tiny talker hidden, as the real enc_dim
+                            equals the real talker hidden.
 
 Weights: each tensor is drawn in float32 from a torch.Generator seeded with
 (seed, crc32(name)), so a given seed always gives the same tensor whatever the
@@ -88,8 +110,21 @@ import numpy as np
 import torch
 
 # The real checkpoint's small files, in ../shared/ beside the repository.
-REAL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "shared", "qwen3-tts-0.6b-customvoice")
+SHARED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "shared")
+REAL_DIR = os.path.join(SHARED_DIR, "qwen3-tts-0.6b-customvoice")
+# The real config.json of each model; the other small files are the same
+# git blobs in all five repositories, so they come from REAL_DIR.
+VARIANT_CONFIG = {
+    "0.6b-customvoice": os.path.join(REAL_DIR, "config.json"),
+    "0.6b-base": os.path.join(SHARED_DIR, "qwen3-tts-variants", "Qwen3-TTS-12Hz-0.6B-Base", "config.json"),
+    "1.7b-base": os.path.join(SHARED_DIR, "qwen3-tts-variants", "Qwen3-TTS-12Hz-1.7B-Base", "config.json"),
+    "1.7b-customvoice": os.path.join(SHARED_DIR, "qwen3-tts-variants", "Qwen3-TTS-12Hz-1.7B-CustomVoice",
+                                     "config.json"),
+    "1.7b-voicedesign": os.path.join(SHARED_DIR, "qwen3-tts-variants", "Qwen3-TTS-12Hz-1.7B-VoiceDesign",
+                                     "config.json"),
+}
+DEFAULT_VARIANT = "0.6b-customvoice"
 COPIED_FILES = ["generation_config.json", "tokenizer_config.json", "vocab.json", "merges.txt",
                 "preprocessor_config.json"]
 SPEECH_COPIED_FILES = ["speech_tokenizer/configuration.json", "speech_tokenizer/preprocessor_config.json"]
@@ -98,9 +133,23 @@ SPEECH_COPIED_FILES = ["speech_tokenizer/configuration.json", "speech_tokenizer/
 TINY_TALKER = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
                    num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                    text_hidden_size=8)
+# 1.7B: the real talker is 2048 wide (intermediate 6144) over the same
+# 1024-wide predictor; tiny keeps "talker twice the 0.6B width".
+TINY_TALKER_1B7 = dict(TINY_TALKER, hidden_size=64, intermediate_size=128)
 TINY_MROPE_SECTION = [4, 2, 2]  # sums to head_dim/2 = 8, like [24,20,20] for 128
 TINY_PREDICTOR = dict(hidden_size=24, intermediate_size=48, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+
+# Qwen3TTSSpeakerEncoderConfig's defaults (the real config.json sets only
+# enc_dim and sample_rate), and the tiny overrides.  Kept real in tiny:
+# mel_dim 128 (the front end is fixed), the kernel sizes and dilations (so the
+# reflect padding and the minimum length are the real ones) and the Res2Net
+# scale 8; the mfa width stays 3x the block width, as it must.
+SPEAKER_DEFAULTS = dict(mel_dim=128, enc_dim=1024, enc_channels=[512, 512, 512, 512, 1536],
+                        enc_kernel_sizes=[5, 3, 3, 3, 1], enc_dilations=[1, 2, 3, 4, 1],
+                        enc_attention_channels=128, enc_res2net_scale=8, enc_se_channels=128,
+                        sample_rate=24000)
+TINY_SPEAKER = dict(enc_channels=[32, 32, 32, 32, 96], enc_attention_channels=16, enc_se_channels=16)
 
 TINY_SEED = 6  # the seed of the committed models/tts-tiny (see the top)
 HEAD_GAIN = 4.0
@@ -108,16 +157,16 @@ ST_DTYPE = {"bf16": "BF16", "f32": "F32"}
 ELEM_BYTES = {"bf16": 2, "f32": 4}
 
 
-def load_real_config():
-    with open(os.path.join(REAL_DIR, "config.json"), encoding="utf-8") as f:
+def load_real_config(variant=DEFAULT_VARIANT):
+    with open(VARIANT_CONFIG[variant], encoding="utf-8") as f:
         return json.load(f)
 
 
-def tiny_config():
-    """The real config dict with the tiny dimensions patched in place."""
-    cfg = load_real_config()
+def tiny_config(variant=DEFAULT_VARIANT):
+    """The variant's real config dict with the tiny dimensions patched in place."""
+    cfg = load_real_config(variant)
     tk = cfg["talker_config"]
-    for k, v in TINY_TALKER.items():
+    for k, v in (TINY_TALKER_1B7 if cfg["tts_model_size"] == "1b7" else TINY_TALKER).items():
         assert k in tk, k
         tk[k] = v
     tk["rope_scaling"]["mrope_section"] = list(TINY_MROPE_SECTION)
@@ -126,7 +175,47 @@ def tiny_config():
         assert k in cp, k
         cp[k] = v
     cp["layer_types"] = ["full_attention"] * TINY_PREDICTOR["num_hidden_layers"]
+    if "speaker_encoder_config" in cfg:
+        se = cfg["speaker_encoder_config"]
+        se["enc_dim"] = tk["hidden_size"]
+        se.update(TINY_SPEAKER)
     return cfg
+
+
+def speaker_config(cfg):
+    """speaker_encoder_config over the class defaults, or None (not a Base model)."""
+    if cfg.get("tts_model_type") != "base":
+        return None
+    return dict(SPEAKER_DEFAULTS, **cfg.get("speaker_encoder_config", {}))
+
+
+def speaker_encoder_specs(sc):
+    """(name, shape, kind, fan_in, n_layers) of the speaker_encoder.* tensors:
+    Qwen3TTSSpeakerEncoder's module tree (blocks.0 a TDNN; blocks.1..n-2
+    SE-Res2Net blocks; mfa; attentive statistics pooling asp; fc).  Every conv
+    has a bias.  Weights N(0, 1/fan_in), biases 0.1 N(0, 1)."""
+    s = []
+    ch, ks = sc["enc_channels"], sc["enc_kernel_sizes"]
+
+    def conv(name, cout, cin, k):
+        s.append((f"speaker_encoder.{name}.weight", (cout, cin, k), "linear", cin * k, 1))
+        s.append((f"speaker_encoder.{name}.bias", (cout,), "bias", 0, 1))
+
+    conv("blocks.0.conv", ch[0], sc["mel_dim"], ks[0])
+    scale = sc["enc_res2net_scale"]
+    for b in range(1, len(ch) - 1):
+        c, p = ch[b], f"blocks.{b}."
+        conv(p + "tdnn1.conv", c, ch[b - 1], 1)
+        for j in range(scale - 1):
+            conv(f"{p}res2net_block.blocks.{j}.conv", c // scale, c // scale, ks[b])
+        conv(p + "tdnn2.conv", c, c, 1)
+        conv(p + "se_block.conv1", sc["enc_se_channels"], c, 1)
+        conv(p + "se_block.conv2", c, sc["enc_se_channels"], 1)
+    conv("mfa.conv", ch[-1], ch[-1], ks[-1])
+    conv("asp.tdnn.conv", sc["enc_attention_channels"], ch[-1] * 3, 1)
+    conv("asp.conv", ch[-1], sc["enc_attention_channels"], 1)
+    conv("fc", sc["enc_dim"], ch[-1] * 2, 1)
+    return s
 
 
 def layer_specs(prefix, c, n_layers_total):
@@ -179,6 +268,9 @@ def tensor_specs(cfg):
     if P != H:
         s.append(("talker.code_predictor.small_to_mtp_projection.weight", (P, H), "linear", H, npred))
         s.append(("talker.code_predictor.small_to_mtp_projection.bias", (P,), "bias", 0, npred))
+    sc = speaker_config(cfg)
+    if sc is not None:
+        s += speaker_encoder_specs(sc)
     return sorted(s, key=lambda t: t[0].encode())
 
 
@@ -442,12 +534,12 @@ def draw_speech(name, shape, kind, fan_in, gain, seed):
     return x.mul_(gain * fan_in ** -0.5)
 
 
-def place_config(preset, out, rel, tiny_fn):
-    """0.6b: byte copy of the real file; tiny: tiny_fn()'s dict as JSON (indent 2).
-    Returns the config dict."""
+def place_config(preset, out, rel, tiny_fn, real_path=None):
+    """full: byte copy of the real file (real_path, else REAL_DIR/rel); tiny:
+    tiny_fn()'s dict as JSON (indent 2).  Returns the config dict."""
     dst = os.path.join(out, rel)
-    if preset == "0.6b":
-        shutil.copyfile(os.path.join(REAL_DIR, rel), dst)
+    if preset in ("full", "0.6b"):
+        shutil.copyfile(real_path or os.path.join(REAL_DIR, rel), dst)
         with open(dst, encoding="utf-8") as f:
             return json.load(f)
     cfg = tiny_fn()
@@ -469,31 +561,57 @@ def write_speech_tokenizer(preset, out, seed):
     return specs, size
 
 
-def write_checkpoint(preset, out, dtype="bf16", seed=0):
-    """The talker/predictor files (config.json, model.safetensors, tokenizer files)."""
+def write_checkpoint(preset, out, dtype="bf16", seed=0, variant=DEFAULT_VARIANT):
+    """The talker/predictor (and, for Base, speaker encoder) files: config.json,
+    model.safetensors, tokenizer files."""
     os.makedirs(os.path.join(out, "speech_tokenizer"), exist_ok=True)
     for rel in COPIED_FILES:
         shutil.copyfile(os.path.join(REAL_DIR, rel), os.path.join(out, rel))
-    cfg = place_config(preset, out, "config.json", tiny_config)
+    cfg = place_config(preset, out, "config.json", lambda: tiny_config(variant), VARIANT_CONFIG[variant])
     specs = tensor_specs(cfg)
     size = write_model(os.path.join(out, "model.safetensors"), specs, dtype, seed)
     return cfg, specs, size
 
 
+def write_speaker_only(preset, out, dtype="bf16", seed=0, variant=DEFAULT_VARIANT):
+    """config.json and a model.safetensors of the speaker_encoder.* tensors alone."""
+    os.makedirs(out, exist_ok=True)
+    cfg = place_config(preset, out, "config.json", lambda: tiny_config(variant), VARIANT_CONFIG[variant])
+    sc = speaker_config(cfg)
+    if sc is None:
+        raise SystemExit(f"--speaker-only: {variant} has no speaker encoder (Base variants only)")
+    specs = sorted(speaker_encoder_specs(sc), key=lambda t: t[0].encode())
+    return specs, write_model(os.path.join(out, "model.safetensors"), specs, dtype, seed)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", choices=["tiny", "0.6b"], required=True)
+    ap.add_argument("--preset", choices=["tiny", "full", "0.6b"], required=True,
+                    help="tiny: scaled dimensions; full (old name 0.6b): the variant's real sizes")
+    ap.add_argument("--variant", choices=sorted(VARIANT_CONFIG), default=DEFAULT_VARIANT)
     ap.add_argument("--out", required=True)
     ap.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--speech-only", action="store_true",
                     help="write only speech_tokenizer/ (config + F32 weights)")
+    ap.add_argument("--speaker-only", action="store_true",
+                    help="write only config.json and the speaker_encoder.* tensors (Base variants)")
     a = ap.parse_args()
     t0 = time.time()
-    summary = {"out": a.out, "preset": a.preset, "seed": a.seed}
+    summary = {"out": a.out, "preset": a.preset, "variant": a.variant, "seed": a.seed}
+    if a.speaker_only:
+        specs, size = write_speaker_only(a.preset, a.out, a.dtype, a.seed, a.variant)
+        summary.update(dtype=a.dtype, speaker_encoder_tensors=len(specs),
+                       speaker_encoder_params=sum(int(np.prod(s[1])) for s in specs),
+                       safetensors_bytes=size, seconds=round(time.time() - t0, 1))
+        print(json.dumps(summary))
+        return 0
     if not a.speech_only:
-        _, specs, size = write_checkpoint(a.preset, a.out, a.dtype, a.seed)
+        _, specs, size = write_checkpoint(a.preset, a.out, a.dtype, a.seed, a.variant)
+        speaker = [s for s in specs if s[0].startswith("speaker_encoder.")]
         summary.update(dtype=a.dtype, tensors=len(specs), params=sum(int(np.prod(s[1])) for s in specs),
+                       speaker_encoder_tensors=len(speaker),
+                       speaker_encoder_params=sum(int(np.prod(s[1])) for s in speaker),
                        safetensors_bytes=size)
     specs, size = write_speech_tokenizer(a.preset, a.out, a.seed)
     summary.update(speech_tensors=len(specs),

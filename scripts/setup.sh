@@ -12,6 +12,8 @@ packages=(
   libpcre2-dev      # tokenizer pre-tokenizer regexes (Unicode properties)
   libutf8proc-dev   # tokenizer normalizers (NFC, NFKC) and Unicode categories
   libmicrohttpd-dev # `ember serve`: the HTTP server
+  libsoxr-dev       # reference audio of any sample rate resampled to 24 kHz (src/io/resample.c)
+  libfftw3-dev      # the speaker encoder's mel spectrogram: real FFTs (fftwf, src/tts/mel.c)
   python3-torch     # the PyTorch reference (reference/) and checkpoint generator
   python3-numpy
   python3-pip            # tests/e2e/python.sh: `pip install ./python` (offline)

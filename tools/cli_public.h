@@ -25,6 +25,7 @@ int cmd_tts_codes(int argc, char **argv);
 int cmd_decode_codes(int argc, char **argv);
 int cmd_tts(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_voice(int argc, char **argv); /* the Base speaker encoder on a recording */
 int cmd_serve(int argc, char **argv);
 int cmd_bench_tts(int argc, char **argv); /* `bench tts-codes`, called by cmd_bench */
 int cmd_bench_speech(int argc, char **argv); /* `bench tts` */

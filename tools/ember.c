@@ -80,6 +80,10 @@ static const struct {
     {"tts", cmd_tts,
      "-m DIR --text T (-o OUT.wav | --stream) [--speaker S] [--language L]\n"
      "[--chunks 2,4,8,16,25]   speech, decoded while it is generated"},
+    {"voice", cmd_voice,
+     "xvector -m BASE_DIR --ref-audio A.wav   the speaker x-vector of a recording\n"
+     "(Qwen3-TTS Base models: voice cloning's speaker encoder), as JSON\n"
+     "codes -m DIR --ref-audio A.wav   its reference codes (the speech tokenizer's encoder)"},
     {"decode-codes", cmd_decode_codes,
      "-m DIR --codes FRAMES.json [-o OUT.wav] [--chunks 2,4,8]\n"
      "codec frames -> 24 kHz audio with the speech decoder"},

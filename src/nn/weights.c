@@ -70,6 +70,28 @@ ember_status wt_fetch_shape(wt_loader *ld, const char *name, int want_dims, cons
     return EMBER_OK;
 }
 
+ember_status wt_fetch_f32(wt_loader *ld, const char *name, int n_dims, const int64_t *shape,
+                          wt_f32_buf *buf, const float **out)
+{
+    const et_tensor *t;
+    ember_status st = wt_fetch_shape(ld, name, n_dims, shape, &t);
+    if (st) return st;
+    const ek_format *f = ek_format_of(t->dtype);
+    if (!et_dtype_is_float(t->dtype) || f->block != 1)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: tensor '%s' must be a float format (F32, F16, "
+                          "BF16), not %s", ck_path(ld->ck), name, et_dtype_name(t->dtype));
+    const size_t n = (size_t)et_tensor_numel(t);
+    if (n > buf->cap) {
+        float *p = realloc(buf->p, n * sizeof(float));
+        if (!p) return ember_fail(EMBER_ERR_NO_MEMORY, "loading '%s': out of memory", name);
+        buf->p = p;
+        buf->cap = n;
+    }
+    f->to_f32(t->data, buf->p, (int64_t)n);
+    *out = buf->p;
+    return EMBER_OK;
+}
+
 /* Converted weights are streamed from DRAM every token: in 4 KiB pages
  * every page costs a TLB walk and stops the hardware prefetcher (decode
  * measured ~9% slower than in huge pages). One huge-page allocation per

@@ -45,6 +45,16 @@ ember_status wt_fetch(wt_loader *ld, const char *name, int64_t rows, int64_t col
 ember_status wt_fetch_shape(wt_loader *ld, const char *name, int n_dims, const int64_t *shape,
                             const et_tensor **out);
 
+/* A float tensor widened to fp32 into a reusable buffer (grown as needed;
+ * the caller frees buf->p): for weights that are repacked at load (conv
+ * panels, codebooks), whatever float dtype the file stores. */
+typedef struct wt_f32_buf {
+    float *p;
+    size_t cap;
+} wt_f32_buf;
+ember_status wt_fetch_f32(wt_loader *ld, const char *name, int n_dims, const int64_t *shape,
+                          wt_f32_buf *buf, const float **out);
+
 /* Binds a [rows, cols] matrix, converted to ld->convert_to when one is set,
  * and in the eight-row interleaved layout (kernels/rows8.h) when the
  * loader's kernel set has gemms for it. */

@@ -17,31 +17,14 @@
 typedef struct c2w_loader {
     tts_loader tl;
     c2w_model *m;
-    float *tmp; /* an fp32 copy of the tensor being packed */
-    size_t tmp_cap;
+    wt_f32_buf tmp; /* an fp32 copy of the tensor being packed */
 } c2w_loader;
 
 /* The tensor as fp32 in ld->tmp (any float dtype of the file), shape checked. */
 static ember_status fetch_f32(c2w_loader *ld, const char *name, int n_dims, const int64_t *shape,
                               const float **out)
 {
-    const et_tensor *t;
-    ember_status st = wt_fetch_shape(&ld->tl.wt, name, n_dims, shape, &t);
-    if (st) return st;
-    const ek_format *f = ek_format_of(t->dtype);
-    if (!et_dtype_is_float(t->dtype) || f->block != 1)
-        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: tensor '%s' must be a float format",
-                          ck_path(ld->tl.wt.ck), name);
-    size_t n = (size_t)et_tensor_numel(t);
-    if (n > ld->tmp_cap) {
-        float *p = realloc(ld->tmp, n * sizeof(float));
-        if (!p) return ember_fail(EMBER_ERR_NO_MEMORY, "loading '%s': out of memory", name);
-        ld->tmp = p;
-        ld->tmp_cap = n;
-    }
-    f->to_f32(t->data, ld->tmp, (int64_t)n);
-    *out = ld->tmp;
-    return EMBER_OK;
+    return wt_fetch_f32(&ld->tl.wt, name, n_dims, shape, &ld->tmp, out);
 }
 
 static ember_status vector(c2w_loader *ld, const char *name, int64_t n, const float **out)
@@ -277,7 +260,7 @@ static ember_status decoder_block(c2w_loader *ld, int32_t b)
         if ((st = conv(ld, name, blk->cout, blk->cout, 7, dilations[u], 1, &ru->conv1))) return st;
         /* ld->tmp still holds the fp32 weights conv() packed */
         if (m->winograd && m->conv_format == EK_CONV_F32 &&
-            (st = ek_winograd_pack(&ru->conv1_fast, ld->tmp, blk->cout, blk->cout, 7)))
+            (st = ek_winograd_pack(&ru->conv1_fast, ld->tmp.p, blk->cout, blk->cout, 7)))
             return st;
         snprintf(name, sizeof name, "%s.%d.conv2.conv", p, u + 2);
         if ((st = conv(ld, name, blk->cout, blk->cout, 1, 1, 1, &ru->conv2))) return st;
@@ -324,7 +307,7 @@ static ember_status load_into(c2w_model *m, const char *dir)
     c2w_loader ld = {{{m->ck, m->vectors, m->vectors + n_vector, m->converted, &m->n_converted,
                        max_converted, mat, 0, NULL, 0, 0, m->kernels, 0},
                       &m->n_unconverted},
-                     m, NULL, 0};
+                     m, {NULL, 0}};
     const int32_t last = c2w_block_channels(c, c->n_blocks);
     char name[80];
     st = quantizer(&ld);
@@ -342,7 +325,7 @@ static ember_status load_into(c2w_model *m, const char *dir)
         snprintf(name, sizeof name, "decoder.decoder.%d.conv", c->n_blocks + 2);
         st = conv(&ld, name, 1, last, 7, 1, 1, &m->final_conv);
     }
-    free(ld.tmp);
+    free(ld.tmp.p);
     if (st) return st;
     ck_skip_prefix(m->ck, "encoder."); /* the encoder turns audio into codes: not needed */
     if ((st = ck_check_all_used(m->ck))) return st;

@@ -23,7 +23,7 @@ expect_error generate_text_file_not_dir "is not a model directory" \
 help=$("$EMBER" --help)
 missing=""
 for c in generate chat parity bench quantize tokenize detokenize template tts-codes tts \
-         decode-codes serve probe; do
+         decode-codes voice serve probe; do
   grep -qE "^  $c " <<<"$help" || missing+=" $c"
   "$EMBER" $c --help >/dev/null 2>&1 || missing+=" ($c --help fails)"
 done
