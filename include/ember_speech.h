@@ -210,6 +210,62 @@ void ember_codec_reset(ember_codec *codec);
 ember_status ember_codec_push_windowed(ember_codec *codec, const int32_t *codes, int32_t n_ctx,
                                        int32_t n_new, float *pcm);
 
+/* ---- voices: what cloning takes from a recording --------------------- */
+
+/* What an audio file held. */
+typedef struct ember_audio_info {
+    int32_t file_sample_rate, channels, bits;
+    int is_float;               /* float samples (else PCM integers) */
+    double seconds;             /* the file's length */
+    float peak;                 /* largest |sample| of the mono mix: 0 is silence */
+    int64_t full_scale_samples; /* samples at full scale: clipping */
+} ember_audio_info;
+
+/* Reads a WAV file as people have them (PCM 8/16/24/32-bit or float 32/64,
+ * plain or extensible, 1-16 channels averaged to mono) and resamples it to
+ * sample_rate (libsoxr) when the file has another: *pcm (ember_free) gets
+ * *n floats. max_seconds > 0 refuses a longer file rather than cutting it.
+ * Silent and clipped audio is read as it is (info says so). Errors: IO,
+ * FORMAT (malformed, truncated, empty, NaN samples; naming the file),
+ * UNSUPPORTED (another encoding), INVALID_ARG (too long). */
+ember_status ember_audio_read(const char *path, int32_t sample_rate, double max_seconds, float **pcm, size_t *n,
+                              ember_audio_info *info);
+
+/* The encoders of voice cloning: a Base model's speaker encoder (the
+ * x-vector of a recording) and the speech tokenizer's encoder (a
+ * recording's codes, 16 per 80 ms frame). Immutable once loaded: several
+ * threads may encode at once. */
+typedef struct ember_voice_encoder ember_voice_encoder;
+
+typedef struct ember_voice_params {
+    const char *kernels; /* NULL: the best set this CPU runs */
+    int32_t n_threads;   /* 0 or 1 (default): the caller's thread alone */
+    int speaker;         /* 1 (default): load the speaker encoder (Base models) */
+    int codes;           /* 1: load the speech tokenizer's encoder; default 0 */
+} ember_voice_params;
+
+ember_voice_params ember_voice_default_params(void);
+/* dir: a Qwen3-TTS directory (speaker: a Base model's). Errors name the file
+ * or tensor at fault. */
+ember_status ember_voice_encoder_load(const char *dir, const ember_voice_params *p, ember_voice_encoder **out);
+void ember_voice_encoder_free(ember_voice_encoder *v);
+
+int32_t ember_voice_xvector_dim(const ember_voice_encoder *v); /* 0 without the speaker encoder */
+size_t ember_voice_min_samples(const ember_voice_encoder *v);  /* the shortest clip at 24 kHz */
+/* The x-vector (ember_voice_xvector_dim floats) of n samples of 24 kHz
+ * mono. Errors: INVALID_ARG (no speaker encoder; shorter than the minimum,
+ * naming it). */
+ember_status ember_voice_xvector(const ember_voice_encoder *v, const float *pcm, size_t n, float *xvector);
+
+int32_t ember_voice_codebooks(const ember_voice_encoder *v);             /* 0 without the codes encoder */
+int64_t ember_voice_code_frames(const ember_voice_encoder *v, size_t n); /* frames of n samples */
+/* The codes (ember_voice_code_frames x codebooks) of n >= 1 samples of 24
+ * kHz mono; gaps (may be NULL): each choice's margin to the runner-up
+ * codebook row (a near tie is one that another float computation may
+ * decide the other way). */
+ember_status ember_voice_codes(const ember_voice_encoder *v, const float *pcm, size_t n, int32_t *codes,
+                               float *gaps);
+
 /* ---- WAV files ------------------------------------------------------- */
 
 /* A 16-bit mono WAV file written as PCM arrives (floats in [-1, 1], rounded
