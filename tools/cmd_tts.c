@@ -19,6 +19,7 @@ static void usage(FILE *f)
             "                 [--language L|auto] [--max-frames N] [--seed S] [--greedy]\n"
             "                 [--streaming-text] [--json] [--temp T] [--top-k K] [--top-p P]\n"
             "                 [--repetition-penalty R] [--stats FILE] [--instruct TEXT]\n"
+            "                 [--ref-audio A.wav]\n"
             "                 [engine options]\n"
             "  DIR is a Qwen3-TTS directory (config.json, model.safetensors, vocab.json,\n"
             "  merges.txt, speech_tokenizer/). --stream writes raw s16le mono 24 kHz PCM to\n"
@@ -32,6 +33,8 @@ static void usage(FILE *f)
             "  unless --dtype names one; the summary says which ran.\n"
             "  --instruct TEXT says how to speak (1.7B CustomVoice) or describes the voice\n"
             "  (VoiceDesign); a 0.6B model ignores it, a Base model refuses it.\n"
+            "  --ref-audio A.wav clones the voice of a recording with a Base model (from\n"
+            "  its speaker x-vector; any common WAV format and rate).\n"
             "  --stats FILE (or EMBER_STATS) writes step statistics and prints where the\n"
             "  80 ms of each frame went.\n"
             "engine options:\n%s",
@@ -100,10 +103,32 @@ static void print_summary(const cli_tts_info *in, const ember_speech_timings *st
     fprintf(stderr, "]}\n");
 }
 
+/* --ref-audio: the clip's speaker x-vector from the Base model's speaker
+ * encoder (malloc'd), or NULL with a message. */
+static float *reference_xvector(const cli_tts_opts *to, const char *path, int32_t *dim)
+{
+    ember_voice_params vp = ember_voice_default_params();
+    vp.kernels = to->params.kernels;
+    vp.n_threads = to->params.n_threads;
+    ember_voice_encoder *enc = NULL;
+    float *pcm = NULL, *x = NULL;
+    size_t n = 0;
+    if (ember_audio_read(path, 24000, 60.0, &pcm, &n, NULL) || ember_voice_encoder_load(to->dir, &vp, &enc) ||
+        !(x = malloc(sizeof *x * (size_t)ember_voice_xvector_dim(enc))) || ember_voice_xvector(enc, pcm, n, x)) {
+        fprintf(stderr, "ember tts: --ref-audio %s: %s\n", path, ember_last_error());
+        free(x);
+        x = NULL;
+    }
+    *dim = ember_voice_xvector_dim(enc);
+    ember_free(pcm);
+    ember_voice_encoder_free(enc);
+    return x;
+}
+
 int cmd_tts(int argc, char **argv)
 {
     enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON,
-           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS, O_INSTRUCT };
+           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"text", required_argument, 0, O_TEXT},
         {"out", required_argument, 0, 'o'},        {"speaker", required_argument, 0, O_SPEAKER},
@@ -114,12 +139,13 @@ int cmd_tts(int argc, char **argv)
         {"temp", required_argument, 0, O_TEMP},    {"top-k", required_argument, 0, O_TOPK},
         {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_PENALTY},
         {"stats", required_argument, 0, O_STATS},  {"instruct", required_argument, 0, O_INSTRUCT},
+        {"ref-audio", required_argument, 0, O_REF_AUDIO}, {"ref-text", required_argument, 0, O_REF_TEXT},
         CLI_TTS_OPTIONS,
         {0, 0, 0, 0}};
     cli_tts_opts to;
     cli_tts_opts_init(&to);
     ember_speech_request rq = ember_speech_default_request();
-    const char *out_path = NULL;
+    const char *out_path = NULL, *ref_audio = NULL, *ref_text = NULL;
     int stream = 0, json = 0, c;
     const char *stats_path = NULL;
     optind = 1;
@@ -149,6 +175,8 @@ int cmd_tts(int argc, char **argv)
         case O_PENALTY: rq.repetition_penalty = strtof(optarg, &end); break;
         case O_STATS: stats_path = optarg; break;
         case O_INSTRUCT: rq.instruct = optarg; break;
+        case O_REF_AUDIO: ref_audio = optarg; break;
+        case O_REF_TEXT: ref_text = optarg; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = cli_tts_option(c, optarg, "tts", &to);
@@ -174,12 +202,23 @@ int cmd_tts(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (ref_text) { /* the official default clone: reference text and codes in the prompt */
+        fprintf(stderr, "ember tts: --ref-text (in-context cloning) is not implemented yet; "
+                        "--ref-audio alone clones from the speaker x-vector\n");
+        return 2;
+    }
     rq.chunks = to.chunks;
     /* a token is at least a byte: the text's length bounds its tokens */
     cli_tts_info info;
+    float *xvector = NULL;
+    if (ref_audio && !(xvector = reference_xvector(&to, ref_audio, &rq.n_xvector))) return 1;
+    rq.xvector = xvector;
     const int32_t text_bytes = (int32_t)(strlen(rq.text) + (rq.instruct ? strlen(rq.instruct) : 0));
     ember_tts *tts = cli_tts_load(&to, text_bytes + 32, rq.max_frames ? rq.max_frames : 4096, "tts", 1, &info);
-    if (!tts) return 1;
+    if (!tts) {
+        free(xvector);
+        return 1;
+    }
     if (rq.instruct && rq.instruct[0] && info.small)
         fprintf(stderr, "ember tts: warning: a 0.6B model ignores --instruct (as the official code does)\n");
     int rc = 1;
@@ -217,6 +256,7 @@ int cmd_tts(int argc, char **argv)
 done:
     ember_stats_free(stats);
     free(k.chunk_frames);
+    free(xvector);
     ember_tts_free(tts);
     return rc;
 }

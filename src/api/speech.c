@@ -64,14 +64,21 @@ static ember_status warm_up(ember_tts *t)
     rq.n_text_ids = sizeof ids / sizeof *ids;
     rq.greedy = 1;
     rq.max_frames = rq.min_frames = tts_schedule_size(&pp.schedule, 0);
+    /* a Base model speaks only in a voice: any one warms it (zeros) */
+    float *voice = c->type == TTS_BASE ? calloc((size_t)c->talker.hidden, sizeof *voice) : NULL;
+    if (c->type == TTS_BASE && !voice) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    rq.xvector = voice;
+    ember_status st;
     if (!t->dec) { /* codes only: the talker and predictor alone */
         int32_t codes[TTS_MAX_GROUPS];
         int done = 0;
-        ember_status st = tts_session_start(t->gen, &rq);
+        st = tts_session_start(t->gen, &rq);
         while (!st && !done) st = tts_session_step(t->gen, NULL, codes, &done);
-        return st;
+    } else {
+        st = tts_synthesize(t->gen, t->dec, &rq, &pp, NULL, NULL, NULL);
     }
-    return tts_synthesize(t->gen, t->dec, &rq, &pp, NULL, NULL, NULL);
+    free(voice);
+    return st;
 }
 
 /* The generator runs on the caller's thread and the session's workers; the

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The other Qwen3-TTS models (random weights, the real layouts, made here by
+# reference/make_tts_checkpoint.py --variant): each prompt mode against a
+# live golden of reference/tts_golden.py (1.7B CustomVoice with an
+# instruction, 1.7B VoiceDesign described by one, 0.6B Base cloning from an
+# x-vector in the speaker slot, streaming layout): greedy frames identical
+# and talker and predictor logits at the float32 floor (>= 110 dB; the
+# references' own float32 runs sit at 130-135 dB). Then `ember tts` in each
+# mode: a clone from a recording (--ref-audio), a designed voice, a 0.6B
+# model's instruction ignored (the same audio, with a warning, as the
+# official code drops it), and the wrong combinations refused by name.
+source "$(dirname "$0")/lib.sh"
+if ! have_torch; then echo "SKIP tts_variants (no torch for the generator)"; exit 0; fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+TEXT="Hello from the tiny talker."
+CLIP=tests/data/voice-ref-24k.wav
+
+for v in 0.6b-base 1.7b-customvoice 1.7b-voicedesign; do
+  $PY reference/make_tts_checkpoint.py --preset tiny --variant $v --seed 6 --out "$TMP/$v" >/dev/null ||
+    fail "make_$v"
+done
+
+# golden NAME MODEL ARGS...: the mode's live golden against `tts-codes --golden`
+golden() {
+  local name=$1 model=$2 out; shift 2
+  if ! $PY reference/tts_golden.py --model "$TMP/$model" --text "$TEXT" --frames 12 "$@" \
+       --out "$TMP/$name.json" >/dev/null 2>"$TMP/err"; then
+    fail "$name" "$(tail -3 "$TMP/err")"; return
+  fi
+  out=$($EMBER tts-codes -m "$TMP/$model" --golden "$TMP/$name.json" --json --dtype f32 --threads 2 2>&1)
+  if $PY -c '
+import json, sys
+r = json.loads(sys.argv[1])
+ok = (r["frames_equal"] == r["golden_frames"] == 12 and not r["non_finite"]
+      and r["talker_snr_min"] >= 110 and r["predictor_snr_min"] >= 110)
+print("     %d/%d frames, talker %.1f dB, predictor %.1f dB" % (r["frames_equal"], r["golden_frames"],
+      r["talker_snr_min"], r["predictor_snr_min"]))
+sys.exit(0 if ok else 1)' "$out"; then pass "$name"; else fail "$name" "$out"; fi
+}
+golden variant_1.7b_customvoice_instruct 1.7b-customvoice --speaker ryan --instruct "Speak slowly and warmly."
+golden variant_1.7b_voicedesign 1.7b-voicedesign --speaker none --instruct "A deep, calm voice."
+golden variant_0.6b_base_xvector_streaming 0.6b-base --speaker none --xvector-seed 5 --streaming
+
+# `ember tts` in each mode (a fixed split: the audio is then byte-stable)
+TTS=(--text "$TEXT" --language english --seed 3 --max-frames 12 --chunks 12 --no-calibration --threads 2)
+wav_frames() { $PY -c 'import sys, wave; print(wave.open(sys.argv[1]).getnframes() // 1920)' "$1" 2>/dev/null; }
+if $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --ref-audio $CLIP -o "$TMP/clone.wav" 2>"$TMP/err" &&
+   [ "$(wav_frames "$TMP/clone.wav")" -ge 2 ]; then pass tts_clone_from_a_recording
+else fail tts_clone_from_a_recording "$(cat "$TMP/err")"; fi
+if $EMBER tts -m "$TMP/1.7b-voicedesign" "${TTS[@]}" --instruct "A deep, calm voice." -o "$TMP/vd.wav" 2>/dev/null &&
+   $EMBER tts -m "$TMP/1.7b-voicedesign" "${TTS[@]}" -o "$TMP/vd-none.wav" 2>/dev/null &&
+   ! cmp -s "$TMP/vd.wav" "$TMP/vd-none.wav"; then pass tts_voice_design_follows_the_description
+else fail tts_voice_design_follows_the_description; fi
+if err=$($EMBER tts -m models/tts-tiny "${TTS[@]}" --speaker ryan --instruct "Whisper." -o "$TMP/i.wav" 2>&1) &&
+   $EMBER tts -m models/tts-tiny "${TTS[@]}" --speaker ryan -o "$TMP/plain.wav" 2>/dev/null &&
+   cmp -s "$TMP/i.wav" "$TMP/plain.wav" && grep -q "0.6B model ignores --instruct" <<<"$err"; then
+  pass tts_0.6b_ignores_instruct
+else fail tts_0.6b_ignores_instruct "$err"; fi
+
+expect_error tts_base_needs_a_reference "needs a reference" \
+  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" -o "$TMP/x.wav"
+expect_error tts_base_takes_no_instruct "takes no instruction" \
+  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --ref-audio $CLIP --instruct "Loud." -o "$TMP/x.wav"
+expect_error tts_customvoice_has_no_speaker_encoder "only the Base models" \
+  $EMBER tts -m models/tts-tiny "${TTS[@]}" --ref-audio $CLIP -o "$TMP/x.wav"
+expect_error tts_voicedesign_has_no_speakers "unknown speaker 'ryan'" \
+  $EMBER tts -m "$TMP/1.7b-voicedesign" "${TTS[@]}" --speaker ryan -o "$TMP/x.wav"
+expect_error tts_in_context_clone_not_yet "not implemented yet" \
+  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --ref-audio $CLIP --ref-text "Hi." -o "$TMP/x.wav"
+[ -e "$TMP/x.wav" ] && fail tts_refusals_leave_no_file || pass tts_refusals_leave_no_file
+exit $e2e_failed
