@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "ember_text.h"
 #include "io/json_text.h"
+#include "llm/state_file.h"
 #include "template/chat.h"
 
 #define MAX_EOT 16
@@ -301,4 +302,53 @@ int32_t ember_conversation_cached_tokens(const ember_conversation *c)
 void ember_conversation_cancel(ember_conversation *c)
 {
     if (c) ember_session_cancel(c->s);
+}
+
+ember_status ember_conversation_save(const ember_conversation *c, const char *path)
+{
+    if (!c || !path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_save: a NULL argument");
+    if (c->held.n != (size_t)ember_session_position(c->s))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_save: the cache is not in a known state");
+    char *messages = cJSON_PrintUnformatted(c->messages);
+    if (!messages) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    int has_mark = c->mark.pos > 0 && (size_t)c->mark.pos <= c->held.n;
+    ember_status st = llm_state_save(c->s, c->held.ids, &c->mark, has_mark, messages, strlen(messages), path);
+    free(messages);
+    return st;
+}
+
+ember_status ember_conversation_load(ember_conversation *c, const char *path)
+{
+    if (!c || !path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_load: a NULL argument");
+    llm_saved saved;
+    ember_status st = llm_state_load(c->s, path, &saved);
+    if (st) return st;
+    cJSON *messages = NULL;
+    if (!saved.app) st = ember_fail(EMBER_ERR_FORMAT, "%s: holds no conversation (a session's file?)", path);
+    if (!st) st = io_json_parse(saved.app, saved.app_bytes, path, "messages", &messages);
+    if (!st && !cJSON_IsArray(messages)) st = ember_fail(EMBER_ERR_FORMAT, "%s: messages are not a JSON array", path);
+    if (st) { /* the session already took the file's rows */
+        cJSON_Delete(messages);
+        llm_saved_free(&saved);
+        ember_session_reset(c->s);
+        c->held.n = 0;
+        llm_ring_snapshot_free(&c->mark);
+        return st;
+    }
+    cJSON_Delete(c->messages);
+    c->messages = messages;
+    const cJSON *first = cJSON_GetArrayItem(messages, 0);
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(first, "role");
+    c->has_system = cJSON_IsString(role) && !strcmp(role->valuestring, "system");
+    free(c->held.ids);
+    c->held.ids = saved.tokens;
+    c->held.n = c->held.cap = saved.n_tokens;
+    saved.tokens = NULL;
+    llm_ring_snapshot_free(&c->mark);
+    if (saved.n_snaps) { /* the latest is the end of the last prompt */
+        c->mark = saved.snaps[saved.n_snaps - 1];
+        memset(&saved.snaps[saved.n_snaps - 1], 0, sizeof c->mark);
+    }
+    llm_saved_free(&saved);
+    return EMBER_OK;
 }

@@ -133,21 +133,6 @@ void sv_prefix_cache_put(sv_prefix_cache *c, ember_session *s, int32_t *tokens, 
     report(c);
 }
 
-/* Where a prompt agreeing with e's first `same` tokens can resume: e's end
- * when it agrees with all of it, else the latest snapshot at or before the
- * divergence; 0 for nowhere. *snap: the snapshot (NULL at the end). */
-static size_t resume_point(const entry *e, size_t same, const llm_ring_snapshot **snap)
-{
-    *snap = NULL;
-    if (same == e->n) return e->n;
-    for (int k = e->n_snaps - 1; k >= 0; k--)
-        if ((size_t)e->snaps[k].pos <= same) {
-            *snap = &e->snaps[k];
-            return (size_t)e->snaps[k].pos;
-        }
-    return 0;
-}
-
 size_t sv_prefix_cache_resume(sv_prefix_cache *c, ember_session *dst, const int32_t *prompt,
                               size_t n_prompt)
 {
@@ -160,7 +145,7 @@ size_t sv_prefix_cache_resume(sv_prefix_cache *c, ember_session *dst, const int3
         const llm_ring_snapshot *snap;
         size_t same = 0, limit = e->n < n_prompt - 1 ? e->n : n_prompt - 1;
         while (same < limit && e->tokens[same] == prompt[same]) same++;
-        size_t at = resume_point(e, same, &snap);
+        size_t at = llm_resume_point(e->n, e->snaps, (size_t)e->n_snaps, same, &snap);
         if (at > best_at) {
             best_at = at;
             best = i;
