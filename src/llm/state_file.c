@@ -163,6 +163,20 @@ ember_status llm_state_save(const ember_session *s, const int32_t *tokens, const
 
 /* ---- reading ---- */
 
+/* The checks of the first bytes every reader makes. */
+static ember_status check_magic(const unsigned char *h, size_t len, const char *label)
+{
+    if (len < HEADER_BYTES + 8)
+        return ember_fail(EMBER_ERR_FORMAT, "%s: %zu bytes: too short for a prompt-cache file (truncated?)",
+                          label, len);
+    if (memcmp(h, MAGIC, sizeof MAGIC))
+        return ember_fail(EMBER_ERR_FORMAT, "%s: not an ember prompt-cache file", label);
+    if (get_u32(h + 8) != LLM_STATE_VERSION)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: prompt-cache version %u; this ember reads version %d",
+                          label, get_u32(h + 8), LLM_STATE_VERSION);
+    return EMBER_OK;
+}
+
 /* Refuses a file made for another model, weight format, KV format or
  * cache layout than s's. h: the header. */
 static ember_status check_identity(const ember_session *s, const unsigned char *h, const char *label)
@@ -213,18 +227,11 @@ ember_status llm_state_parse(ember_session *s, const void *data, size_t len, con
     if (!s || !out || (!data && len) || !label)
         return ember_fail(EMBER_ERR_INVALID_ARG, "load: a NULL argument");
     const unsigned char *h = data;
-    if (len < HEADER_BYTES + 8)
-        return ember_fail(EMBER_ERR_FORMAT, "%s: %zu bytes: too short for a prompt-cache file (truncated?)",
-                          label, len);
-    if (memcmp(h, MAGIC, sizeof MAGIC))
-        return ember_fail(EMBER_ERR_FORMAT, "%s: not an ember prompt-cache file", label);
-    if (get_u32(h + 8) != LLM_STATE_VERSION)
-        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: prompt-cache version %u; this ember reads version %d",
-                          label, get_u32(h + 8), LLM_STATE_VERSION);
+    ember_status st = check_magic(h, len, label);
+    if (st) return st;
     if (get_u64(h + len - 8) != cksum64_of(h, len - 8))
         return ember_fail(EMBER_ERR_FORMAT, "%s: checksum mismatch: the file is truncated or corrupt", label);
-    ember_status st = check_identity(s, h, label);
-    if (st) return st;
+    if ((st = check_identity(s, h, label))) return st;
     /* From here on the file is whole and this model's: what fails now is a
      * file ember did not write. */
     const uint64_t n = get_u64(h + 64), n_snaps = get_u64(h + 72), app_bytes = get_u64(h + 80);
@@ -299,6 +306,21 @@ ember_status llm_state_parse(ember_session *s, const void *data, size_t len, con
     s->pos = (int64_t)n;
     s->has_logits = 0;
     return EMBER_OK;
+}
+
+ember_status llm_state_peek(const char *path, size_t *n_tokens)
+{
+    *n_tokens = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ember_fail(EMBER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char h[HEADER_BYTES + 8];
+    ssize_t got = read(fd, h, sizeof h);
+    close(fd);
+    ember_status st = check_magic(h, got < 0 ? 0 : (size_t)got, path);
+    if (!st && get_u64(h + 64) > (uint64_t)INT32_MAX)
+        st = ember_fail(EMBER_ERR_FORMAT, "%s: %llu tokens", path, (unsigned long long)get_u64(h + 64));
+    if (!st) *n_tokens = (size_t)get_u64(h + 64);
+    return st;
 }
 
 ember_status llm_state_load(ember_session *s, const char *path, llm_saved *out)

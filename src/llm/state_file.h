@@ -59,6 +59,11 @@ ember_status llm_state_save(const ember_session *s, const int32_t *tokens, const
  * format or KV format, more tokens than s's max_context. */
 ember_status llm_state_load(ember_session *s, const char *path, llm_saved *out);
 
+/* The number of tokens path holds, from its header alone (to size the
+ * session to load it into); nothing else is checked but the magic and
+ * version. */
+ember_status llm_state_peek(const char *path, size_t *n_tokens);
+
 /* The same over len bytes in memory; label names them in messages. */
 ember_status llm_state_parse(ember_session *s, const void *data, size_t len, const char *label,
                              llm_saved *out);
