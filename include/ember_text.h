@@ -274,7 +274,9 @@ ember_status ember_session_load(ember_session *session, const char *path, const 
  * reply (templates drop old reasoning, re-serialise tool calls), the session
  * goes back to the end of the previous prompt, for which it keeps a copy of
  * the sliding layers' windows (window-1 positions per sliding layer, in the
- * KV format); a divergence earlier than that starts over.
+ * KV format); a divergence earlier than that (a cleared conversation, other
+ * questions after the same system message) goes back to a second copy, at
+ * the end of the system message and tools; earlier still starts over.
  * The model, tokenizer and template must outlive it. One thread at a time. */
 typedef struct ember_conversation ember_conversation;
 
@@ -318,8 +320,9 @@ void ember_conversation_cancel(ember_conversation *c);
 
 /* The conversation in a prompt-cache file (ember_session_save's format and
  * guarantees): its messages, the tokens its session holds with their keys
- * and values, and its resume point at the end of the last prompt. The
- * system message and tools are the caller's to give again at create. */
+ * and values, and its two resume points (the end of the system part, the
+ * end of the last prompt). The tools are the caller's to give again at
+ * create. */
 ember_status ember_conversation_save(const ember_conversation *c, const char *path);
 /* Replaces the conversation's messages and cache with those saved in path:
  * the next reply runs only the tokens past what the cache holds. Errors as

@@ -325,6 +325,26 @@ static void conversation_round_trip(void)
     CHECK_MSG(!strcmp(ja, jb), "replies differ: %s vs %s", ja, jb);
     ember_free(ja);
     ember_free(jb);
+    /* cleared after loading: the new question resumes at the end of the
+     * system part (the file's first resume point), and answers as a new
+     * conversation does */
+    ember_conversation *fresh = NULL;
+    cp.system = "You are a careful assistant who answers every question in full sentences.";
+    REQUIRE(ember_conversation_create(m, tok, t, &cp, &fresh) == EMBER_OK);
+    REQUIRE(ember_conversation_save(a, path) == EMBER_OK);
+    REQUIRE(ember_conversation_load(b, path) == EMBER_OK);
+    ember_conversation_clear(b);
+    REQUIRE(ember_conversation_add(b, "user", "Something else entirely") == EMBER_OK);
+    REQUIRE(ember_conversation_add(fresh, "user", "Something else entirely") == EMBER_OK);
+    REQUIRE(ember_conversation_respond(b, &gp, &rb) == EMBER_OK);
+    REQUIRE(ember_conversation_respond(fresh, &gp, &ra) == EMBER_OK);
+    CHECK_MSG(rb.cached_tokens > 0 && rb.cached_tokens < rb.prompt_tokens - 4 && ra.cached_tokens == 0,
+              "cached %d of %d", rb.cached_tokens, rb.prompt_tokens);
+    REQUIRE(ember_conversation_messages(fresh, &ja) == EMBER_OK && ember_conversation_messages(b, &jb) == EMBER_OK);
+    CHECK_MSG(!strcmp(ja, jb), "replies differ: %s vs %s", ja, jb);
+    ember_free(ja);
+    ember_free(jb);
+    ember_conversation_free(fresh);
     /* a session's file holds no conversation */
     ember_session *s = session(m, 64, EMBER_TYPE_F32);
     REQUIRE(s && ember_session_prefill(s, (const int32_t[]){1, 2, 3}, 3) == EMBER_OK);
