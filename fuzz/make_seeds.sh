@@ -44,3 +44,16 @@ with open("corpus/index/two_shards.json", "w") as f:
 with open("corpus/index/one_shard.json", "w") as f:
     json.dump({"weight_map": {"a": "model.safetensors"}}, f)
 PY
+
+# Prompt-cache files of the committed tiny model (written by the CLI, so
+# build/ember must exist): six tokens, and a chat prompt past the sliding
+# window with marks at its special tokens.
+if [ -x ../build/ember ]; then
+  mkdir -p corpus/prompt_cache
+  rm -f corpus/prompt_cache/*
+  (cd .. && build/ember generate -m models/tiny --ids 1,2,3,4,5,6 -n 0 \
+     --prompt-cache fuzz/corpus/prompt_cache/six_tokens 2>/dev/null &&
+   build/ember generate -m models/tiny -n 2 --prompt-cache fuzz/corpus/prompt_cache/marks_wrapped \
+     -p "$(printf '<|im_start|>user\nHello there friend, how are you today?<|im_end|>\n<|im_start|>assistant\n')" \
+     >/dev/null 2>&1)
+fi

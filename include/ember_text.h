@@ -224,6 +224,48 @@ ember_status ember_session_generate(ember_session *session, const ember_tokenize
  * next one before its first token. */
 void ember_session_cancel(ember_session *session);
 
+/* ---- prompt cache files ---------------------------------------------- */
+
+/* A session's state saved to a file and restored, so that a long prompt
+ * (an agent's system prompt and tools) is not run again after a restart.
+ * The file holds the tokens, every cached key and value (full layers: all
+ * positions; sliding layers: their windows), the session's marks, the KV
+ * format and a fingerprint of the model (configuration, weights and their
+ * format). Restored state gives the same logits, bit for bit, as running
+ * the tokens again on the same model, kernels and KV format. Files are
+ * versioned and checksummed; one written for another model, weight format
+ * or KV format, or a damaged one, is refused naming what differs. Thread:
+ * the session's. */
+
+/* Keeps a copy of the sliding-window layers' rows at the current position
+ * (window-1 rows per sliding layer and kv head, in the KV format): a point
+ * where a later prompt that agrees with this one only up to here can
+ * resume, in memory or through a saved file (full layers keep every
+ * position anyway). At most 64 are kept, the earliest goes first; reset
+ * drops them. Errors: NO_MEMORY. */
+ember_status ember_session_mark(ember_session *session);
+
+/* Writes the session's state to path: tokens are the n_tokens ids it holds
+ * (n_tokens == ember_session_position; INVALID_ARG otherwise). Atomic: the
+ * bytes go to a temporary file beside path, are flushed (fsync) and renamed
+ * over it, so a crash mid-save leaves the previous file whole. Errors:
+ * INVALID_ARG, IO (naming the path), NO_MEMORY. */
+ember_status ember_session_save(const ember_session *session, const int32_t *tokens, size_t n_tokens,
+                                const char *path);
+
+/* Restores into the session the longest prefix of prompt[0..n_prompt) that
+ * path holds, leaving at least the last prompt token to run (feed
+ * prompt[*n_restored..] next): all of the file's tokens when they begin the
+ * prompt, else the latest of its marks before the first difference, else
+ * none (the session is then reset). prompt NULL: everything the file holds
+ * (for a caller who knows what it saved). The session's previous tokens and
+ * marks are replaced by the file's; logits are cleared. Errors, with the
+ * session as it was: IO (missing file), FORMAT (not a prompt-cache file, a
+ * truncated or corrupt one), UNSUPPORTED (another version, model, weight
+ * format or KV format), CONTEXT_FULL (more tokens than max_context). */
+ember_status ember_session_load(ember_session *session, const char *path, const int32_t *prompt,
+                                size_t n_prompt, size_t *n_restored);
+
 /* ---- conversation ---------------------------------------------------- */
 
 /* Messages, the chat template and a session that keeps its cache across
@@ -232,7 +274,9 @@ void ember_session_cancel(ember_session *session);
  * reply (templates drop old reasoning, re-serialise tool calls), the session
  * goes back to the end of the previous prompt, for which it keeps a copy of
  * the sliding layers' windows (window-1 positions per sliding layer, in the
- * KV format); a divergence earlier than that starts over.
+ * KV format); a divergence earlier than that (a cleared conversation, other
+ * questions after the same system message) goes back to a second copy, at
+ * the end of the system message and tools; earlier still starts over.
  * The model, tokenizer and template must outlive it. One thread at a time. */
 typedef struct ember_conversation ember_conversation;
 
@@ -273,6 +317,17 @@ void ember_conversation_clear(ember_conversation *c);
 int32_t ember_conversation_cached_tokens(const ember_conversation *c);
 /* ember_session_cancel on the conversation's session; any thread. */
 void ember_conversation_cancel(ember_conversation *c);
+
+/* The conversation in a prompt-cache file (ember_session_save's format and
+ * guarantees): its messages, the tokens its session holds with their keys
+ * and values, and its two resume points (the end of the system part, the
+ * end of the last prompt). The tools are the caller's to give again at
+ * create. */
+ember_status ember_conversation_save(const ember_conversation *c, const char *path);
+/* Replaces the conversation's messages and cache with those saved in path:
+ * the next reply runs only the tokens past what the cache holds. Errors as
+ * ember_session_load, with the conversation as it was. */
+ember_status ember_conversation_load(ember_conversation *c, const char *path);
 
 #ifdef __cplusplus
 }

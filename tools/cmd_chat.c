@@ -28,7 +28,10 @@ static void usage(FILE *f)
             "  reads one user message per line on stdin; /reset starts over, /exit ends\n"
             "  --tools FILE     a JSON array of OpenAI-style tools offered to the model\n"
             "  --think 0|1      pass enable_thinking to the template (default: not passed)\n"
-            "  -n N             at most N tokens per reply (default 1024)\n%s%s",
+            "  -n N             at most N tokens per reply (default 1024)\n"
+            "  --prompt-cache FILE  keep the conversation (messages and the model's cache) in FILE,\n"
+            "                   saved after every reply: a restarted chat continues it without\n"
+            "                   running its prompt again\n%s%s",
             cli_sampling_usage, cli_common_usage);
 }
 
@@ -125,15 +128,16 @@ static int read_line(char **line, size_t *cap, const char *prompt)
 
 int cmd_chat(int argc, char **argv)
 {
-    enum { OPT_SYSTEM = 1, OPT_TOOLS, OPT_THINK, OPT_MAX_CONTEXT };
+    enum { OPT_SYSTEM = 1, OPT_TOOLS, OPT_THINK, OPT_MAX_CONTEXT, OPT_PROMPT_CACHE };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"system", required_argument, 0, OPT_SYSTEM},
         {"tools", required_argument, 0, OPT_TOOLS}, {"think", required_argument, 0, OPT_THINK},
         {"n", required_argument, 0, 'n'},
         {"max-context", required_argument, 0, OPT_MAX_CONTEXT},
+        {"prompt-cache", required_argument, 0, OPT_PROMPT_CACHE},
         {"help", no_argument, 0, 'h'},             CLI_COMMON_OPTIONS, CLI_PROFILE_OPTIONS,
         CLI_SAMPLING_OPTIONS,                      {0, 0, 0, 0}};
-    const char *dir = NULL, *system = NULL, *tools_path = NULL;
+    const char *dir = NULL, *system = NULL, *tools_path = NULL, *cache_path = NULL;
     long max_tokens = 1024;
     int think = -1;
     ember_model_params mp = ember_model_default_params();
@@ -152,6 +156,7 @@ int cmd_chat(int argc, char **argv)
         case OPT_THINK: think = atoi(optarg) != 0; break;
         case 'n': max_tokens = strtol(optarg, NULL, 10); break;
         case OPT_MAX_CONTEXT: sp.max_context = (int32_t)strtol(optarg, NULL, 10); break;
+        case OPT_PROMPT_CACHE: cache_path = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             if ((r = cli_profile_option(opt, optarg, "chat", &profile)) == 1) break;
@@ -192,6 +197,11 @@ int cmd_chat(int argc, char **argv)
     cp.enable_thinking = think;
     cp.model_dir = dir; /* its end-of-turn ids */
     if (ember_conversation_create(model, tok, tmpl, &cp, &conv)) goto fail;
+    if (cache_path && access(cache_path, F_OK) == 0) {
+        if (ember_conversation_load(conv, cache_path)) goto fail;
+        fprintf(stderr, "[continuing the conversation in %s: %d tokens cached]\n", cache_path,
+                ember_conversation_cached_tokens(conv));
+    }
 
     while (read_line(&line, &line_cap, "> ")) {
         if (!strcmp(line, "/exit")) break;
@@ -204,6 +214,7 @@ int cmd_chat(int argc, char **argv)
         /* the model answers, and again after each round of tool results */
         for (int ended = 0; !ended;) {
             if (respond(conv, &gp, &k)) goto done;
+            if (cache_path && ember_conversation_save(conv, cache_path)) goto fail;
             printf("\n");
             fflush(stdout);
             if (!k.n) break;

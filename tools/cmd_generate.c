@@ -29,6 +29,9 @@ static void usage(FILE *f)
             "  --tokenizer PATH tokenizer.json or its directory (default: the model's directory,\n"
             "                   or the tokenizer inside a GGUF model)\n"
             "  --no-special     do not add the tokenizer's special tokens (BOS) to the prompt\n"
+            "  --prompt-cache FILE  resume the longest prefix of the prompt FILE holds (the\n"
+            "                   whole prompt of an earlier run, or up to a special token of it),\n"
+            "                   run the rest, and save the session back to FILE\n"
             "  timing goes to stderr\n%s%s",
             cli_sampling_usage, cli_common_usage);
 }
@@ -43,18 +46,71 @@ static int print_text(void *user, ember_text_kind kind, const char *text, size_t
     return 0;
 }
 
-/* --print-ids: each sampled id, comma-separated. */
-static int print_id(void *user, int32_t id)
+/* Each sampled id: kept for --prompt-cache, printed for --print-ids. */
+typedef struct sampled {
+    int print, n_printed;
+    int32_t *ids;
+    size_t n, cap;
+    int oom;
+} sampled;
+
+static int on_id(void *user, int32_t id)
 {
-    int *n_printed = user;
-    printf((*n_printed)++ ? ",%d" : "%d", id);
+    sampled *k = user;
+    if (k->print) printf(k->n_printed++ ? ",%d" : "%d", id);
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 256;
+        int32_t *ids = realloc(k->ids, cap * sizeof *ids);
+        if (!ids) return k->oom = 1;
+        k->ids = ids;
+        k->cap = cap;
+    }
+    k->ids[k->n++] = id;
     return 0;
+}
+
+/* --prompt-cache: restores what FILE holds of the prompt, then runs the
+ * prompt but its last token, marking the session after each special token
+ * (where a later prompt that shares only the beginning, a system prompt,
+ * can resume) and at the end (where the same prompt again resumes).
+ * *n_cached: the prompt tokens restored from FILE. */
+static ember_status resume_prompt(ember_session *s, const ember_tokenizer *tok, const char *path,
+                                  const int32_t *ids, size_t n, size_t *n_cached)
+{
+    struct stat sb;
+    *n_cached = 0;
+    ember_status st = stat(path, &sb) == 0 ? ember_session_load(s, path, ids, n, n_cached) : EMBER_OK;
+    for (size_t at = *n_cached; !st && at < n - 1;) {
+        size_t end = at + 1;
+        while (end < n - 1 && !(tok && ember_tokenizer_is_special(tok, ids[end - 1]))) end++;
+        st = ember_session_prefill(s, ids + at, end - at);
+        if (!st) st = ember_session_mark(s);
+        at = end;
+    }
+    return st;
+}
+
+/* Saves the session back to FILE: the prompt and what was fed after it. */
+static ember_status save_session(const ember_session *s, const char *path, const int32_t *ids, size_t n,
+                                 const sampled *k)
+{
+    size_t held = (size_t)ember_session_position(s), fed = held > n ? held - n : 0;
+    int32_t *all = malloc((held ? held : 1) * sizeof *all);
+    if (!all) {
+        fprintf(stderr, "ember generate: out of memory saving %s\n", path);
+        return EMBER_ERR_NO_MEMORY;
+    }
+    memcpy(all, ids, (held < n ? held : n) * sizeof *all);
+    if (fed) memcpy(all + n, k->ids, fed * sizeof *all);
+    ember_status st = ember_session_save(s, all, held, path);
+    free(all);
+    return st;
 }
 
 int cmd_generate(int argc, char **argv)
 {
     enum { OPT_IDS = 1, OPT_PRINT_IDS, OPT_MAX_CONTEXT, OPT_TOKENIZER, OPT_NO_SPECIAL, OPT_PROMPT_FILE,
-           OPT_STATS };
+           OPT_STATS, OPT_PROMPT_CACHE };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},     {"prompt", required_argument, 0, 'p'},
         {"ids", required_argument, 0, OPT_IDS},   {"n", required_argument, 0, 'n'},
@@ -64,10 +120,11 @@ int cmd_generate(int argc, char **argv)
         {"no-special", no_argument, 0, OPT_NO_SPECIAL},
         {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
         {"stats", required_argument, 0, OPT_STATS},
+        {"prompt-cache", required_argument, 0, OPT_PROMPT_CACHE},
         {"help", no_argument, 0, 'h'},            CLI_COMMON_OPTIONS, CLI_PROFILE_OPTIONS,
         CLI_SAMPLING_OPTIONS,                     {0, 0, 0, 0}};
     const char *dir = NULL, *ids_text = NULL, *prompt = NULL, *prompt_file = NULL,
-               *tok_path = NULL, *stats_path = NULL;
+               *tok_path = NULL, *stats_path = NULL, *cache_path = NULL;
     ember_stats *stats = NULL;
     long n_gen = 128;
     int print_ids = 0, max_context_given = 0, add_special = 1;
@@ -85,6 +142,7 @@ int cmd_generate(int argc, char **argv)
         case 'p': prompt = optarg; break;
         case OPT_PROMPT_FILE: prompt_file = optarg; break;
         case OPT_STATS: stats_path = optarg; break;
+        case OPT_PROMPT_CACHE: cache_path = optarg; break;
         case OPT_IDS: ids_text = optarg; break;
         case 'n': n_gen = strtol(optarg, NULL, 10); break;
         case OPT_PRINT_IDS: print_ids = 1; break;
@@ -131,7 +189,8 @@ int cmd_generate(int argc, char **argv)
     ember_tokenizer *tok = NULL;
     ember_generate_params gp = ember_generate_default_params();
     int32_t stop_ids[16];
-    int n_printed = 0;
+    sampled k = {print_ids, 0, NULL, 0, 0, 0};
+    size_t n_cached = 0;
 
     if (ids_text && cli_parse_ids(ids_text, &ids, &n_ids)) {
         fprintf(stderr, "ember generate: --ids must be a comma-separated list of token ids\n");
@@ -158,10 +217,8 @@ int cmd_generate(int argc, char **argv)
     gp.max_tokens = (int32_t)n_gen;
     /* the id prompt is a parity and benchmark path: ids only, exactly -n steps */
     gp.parse_tools = 0;
-    if (print_ids) {
-        gp.on_token = print_id;
-        gp.user = &n_printed;
-    }
+    gp.on_token = on_id;
+    gp.user = &k;
     if (cli_apply_profile(dir, profile, "generate", &mp, &sp)) goto done;
     if (ember_model_load(dir, &mp, &model) != EMBER_OK) goto fail;
     /* Unless told otherwise, make room for the prompt and every new token. */
@@ -175,16 +232,29 @@ int cmd_generate(int argc, char **argv)
     gp.stats = stats;
     double t1 = cli_now_s();
     ember_generate_result res;
-    if (n_gen > 0 && ember_session_generate(s, tok, ids, n_ids, &gp, &res) != EMBER_OK) goto fail;
-    if (n_gen == 0) memset(&res, 0, sizeof res);
+    memset(&res, 0, sizeof res);
+    /* with a prompt cache, the prompt but its last token is in the session
+     * before generating */
+    double t_cache = cli_now_s();
+    if (cache_path && resume_prompt(s, tok, cache_path, ids, n_ids, &n_cached)) goto fail;
+    size_t held = (size_t)ember_session_position(s);
+    t_cache = cli_now_s() - t_cache;
+    if (n_gen > 0 && ember_session_generate(s, tok, ids + held, n_ids - held, &gp, &res) != EMBER_OK) goto fail;
+    if (k.oom) {
+        fprintf(stderr, "ember generate: out of memory\n");
+        goto done;
+    }
     if (print_ids || text_mode) printf("\n");
-    double prefill_s = res.prefill_ms / 1e3, decode_s = res.decode_ms / 1e3;
+    double prefill_s = res.prefill_ms / 1e3 + t_cache, decode_s = res.decode_ms / 1e3;
+    size_t run = n_ids - n_cached;
+    char cached[64] = "";
+    if (cache_path) snprintf(cached, sizeof cached, " (%zu from the prompt cache)", n_cached);
     fprintf(stderr,
-            "load %.3f s; prompt %zu tokens, %.1f tok/s; generated %d tokens, %.1f tok/s; "
-            "finish %s\n",
-            t1 - t0, n_ids, prefill_s > 0 ? (double)n_ids / prefill_s : 0.0, res.completion_tokens,
+            "load %.3f s; prompt %zu tokens%s, %.1f tok/s; generated %d tokens, %.1f tok/s; finish %s\n",
+            t1 - t0, n_ids, cached, prefill_s > 0 ? (double)run / prefill_s : 0.0, res.completion_tokens,
             res.completion_tokens > 1 ? (double)(res.completion_tokens - 1) / decode_s : 0.0,
             ember_finish_name(res.finish));
+    if (cache_path && save_session(s, cache_path, ids, n_ids, &k)) goto fail;
     rc = 0;
     if (cli_stats_close(stats, stats_path, "generate")) rc = 1;
     stats = NULL;
@@ -199,5 +269,6 @@ done:
     if (text_ids) ember_free(text_ids);
     else free(ids);
     free(prompt_buf);
+    free(k.ids);
     return rc;
 }

@@ -35,6 +35,7 @@ static void usage(FILE *f)
             "usage: ember serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
             "                   [--max-seqs 8] [--ctx 4096] [--threads N] [--max-queue N]\n"
             "                   [--timeout SECONDS] [--max-body BYTES] [--prefix-cache MB]\n"
+            "                   [--prefix-cache-dir DIR]\n"
             "                   [--stats FILE] [--tts QWEN3_TTS_DIR] [options]\n"
             "  POST /v1/chat/completions, POST /v1/completions, POST /v1/audio/speech, GET /v1/models,\n"
             "  GET /health, GET /metrics (OpenAI request and response shapes)\n"
@@ -50,6 +51,9 @@ static void usage(FILE *f)
             "  --max-body BYTES  request body cap (default 4194304)\n"
             "  --prefix-cache MB finished conversations kept so the next turn runs only its new\n"
             "                    tokens (default 256, 0: off)\n"
+            "  --prefix-cache-dir DIR  keep them on disk too (one prompt-cache file each, within the\n"
+            "                    same MB, least recently used removed first): a restarted server\n"
+            "                    resumes them\n"
             "  --stats FILE      step statistics of the text engine (queue wait, prefill, decode\n"
             "                    steps by layer type, sampler, detokenizer) written as JSON at\n"
             "                    shutdown, with the attribution table on stderr (or $EMBER_STATS)\n"
@@ -74,7 +78,7 @@ static int parse_long(const char *arg, long lo, long hi, long *out)
 int cmd_serve(int argc, char **argv)
 {
     enum { OPT_HOST = 1, OPT_PORT, OPT_API_KEY, OPT_MAX_SEQS, OPT_CTX, OPT_MAX_QUEUE, OPT_TIMEOUT,
-           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE, OPT_STATS };
+           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_PREFIX_CACHE_DIR, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE, OPT_STATS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, OPT_HOST},
         {"port", required_argument, 0, OPT_PORT},     {"api-key", required_argument, 0, OPT_API_KEY},
@@ -83,6 +87,7 @@ int cmd_serve(int argc, char **argv)
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"max-body", required_argument, 0, OPT_MAX_BODY},
         {"prefix-cache", required_argument, 0, OPT_PREFIX_CACHE},
+        {"prefix-cache-dir", required_argument, 0, OPT_PREFIX_CACHE_DIR},
         {"tts", required_argument, 0, OPT_TTS},
         {"tts-dtype", required_argument, 0, OPT_TTS_DTYPE},
         {"profile", required_argument, 0, OPT_PROFILE},
@@ -120,6 +125,7 @@ int cmd_serve(int argc, char **argv)
             r = parse_long(optarg, 0, 1L << 20, &v);
             p.prefix_cache_bytes = (size_t)v << 20;
             break;
+        case OPT_PREFIX_CACHE_DIR: p.prefix_cache_dir = optarg; break;
         case OPT_TTS: p.tts_dir = optarg; break;
         case OPT_TTS_DTYPE: r = cli_parse_type(optarg, &p.tts_weight_type) ? 1 : 0; break;
         case OPT_PROFILE:

@@ -246,6 +246,8 @@ _PROTOS = {
     "ember_conversation_clear": (None, [_h]),
     "ember_conversation_cached_tokens": (c_int32, [_h]),
     "ember_conversation_cancel": (None, [_h]),
+    "ember_conversation_save": (_S, [_h, c_char_p]),
+    "ember_conversation_load": (_S, [_h, c_char_p]),
     # speech
     "ember_tts_default_params": (TtsParams, []),
     "ember_tts_load": (_S, [c_char_p, POINTER(TtsParams), _out]),

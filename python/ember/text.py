@@ -568,3 +568,11 @@ class Chat(_lib.Handle):
     @property
     def cached_tokens(self):
         return lib.ember_conversation_cached_tokens(self._h)
+
+    def save(self, path):
+        """Writes the messages and the cache to a prompt-cache file (atomic)."""
+        check(lib.ember_conversation_save(self._h, path_arg(path)))
+
+    def load(self, path):
+        """Replaces the messages and the cache with a saved file's."""
+        check(lib.ember_conversation_load(self._h, path_arg(path)))

@@ -1,5 +1,7 @@
 """The text bindings on the tiny model: tokenizer, template, generation,
 a chat with a tool call, streaming and cancellation, errors as exceptions."""
+import os
+import tempfile
 import threading
 import unittest
 
@@ -83,6 +85,20 @@ class TextTest(unittest.TestCase):
         n = chat.cached_tokens
         self.assertGreater(n, 0)
         chat.close()
+
+    def test_chat_saved_and_loaded(self):
+        a = self.model.chat()
+        a.respond("Hi", max_tokens=4, greedy=True, stop_ids=[])
+        with tempfile.TemporaryDirectory() as d:
+            a.save(os.path.join(d, "chat.ekv"))
+            b = self.model.chat()
+            b.load(os.path.join(d, "chat.ekv"))
+            with self.assertRaises(ember.EmberError):
+                b.load(os.path.join(d, "missing"))
+        self.assertEqual(b.messages, a.messages)
+        self.assertEqual(b.cached_tokens, a.cached_tokens)
+        a.close()
+        b.close()
 
     def test_breaking_out_of_a_stream_cancels(self):
         chat = self.model.chat()

@@ -29,8 +29,9 @@ typedef struct api_hooks {
     api_event_fn also;          /* sees every event first (the reply's collector) */
     void *also_user;
     api_ids *fed;               /* ids fed to the session after the prompt are appended */
-    llm_ring_snapshot *snapshot;  /* replaced by one taken at position snapshot_at, */
-    size_t snapshot_at;           /* when that is within (n_cached, n] */
+    llm_ring_snapshot *snapshot[2]; /* each replaced by one taken at position */
+    size_t snapshot_at[2];          /* snapshot_at[i] (increasing) when that is
+                                       within (n_cached, n]; NULL: none */
 } api_hooks;
 
 /* ember_session_generate over ids[0..n), of which the session already holds

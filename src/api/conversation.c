@@ -9,7 +9,11 @@
  * prompt's last special token (<|im_start|> of "assistant\n": the text
  * after it may tokenize differently once the reply follows it), where a
  * snapshot of the sliding layers' rings was kept (full layers keep every
- * position anyway), instead of starting over. */
+ * position anyway), instead of starting over. A prompt that diverges
+ * earlier (a cleared conversation, a new one loaded from a file) goes back
+ * to a second snapshot, at the end of the system part (the system message
+ * and tools rendered alone, back to their last special token): what an
+ * agent's conversations share. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +23,7 @@
 #include "base/status.h"
 #include "ember_text.h"
 #include "io/json_text.h"
+#include "llm/state_file.h"
 #include "template/chat.h"
 
 #define MAX_EOT 16
@@ -35,7 +40,9 @@ struct ember_conversation {
     int32_t eot[MAX_EOT];
     size_t n_eot;
     api_ids held; /* the tokens in the session, in order */
-    llm_ring_snapshot mark; /* the rings after the last prompt's last special token */
+    /* resume points: the rings at the end of the system part, and after
+     * the last prompt's last special token (pos 0: none) */
+    llm_ring_snapshot points[2];
     /* the reply being collected */
     char *content, *reasoning;
     size_t n_content, n_reasoning;
@@ -63,6 +70,36 @@ static cJSON *message(const char *role, const char *content)
     return m;
 }
 
+static void forget_points(ember_conversation *c)
+{
+    for (int i = 0; i < 2; i++) llm_ring_snapshot_free(&c->points[i]);
+}
+
+/* Where the system part of the prompt ids[0..n) ends: the system message
+ * and tools rendered alone are a prefix of it, taken back to their last
+ * special token (the text after one may tokenize differently once more
+ * follows). 0: no system message, or its rendering is not a prefix. */
+static size_t system_end(const ember_conversation *c, const cJSON *tools, const int32_t *ids, size_t n)
+{
+    cJSON *first = c->has_system ? cJSON_CreateArray() : NULL;
+    if (!first || !cJSON_AddItemReferenceToArray(first, cJSON_GetArrayItem(c->messages, 0))) {
+        cJSON_Delete(first);
+        return 0;
+    }
+    et_chat_input in = {first, (cJSON *)tools, false, c->enable_thinking, NULL};
+    char *text = NULL;
+    int32_t *sys = NULL;
+    size_t m = 0, end = 0;
+    if (!et_chat_render(c->tmpl, &in, &text) && !ember_tokenizer_encode(c->tok, text, strlen(text), 0, &sys, &m) &&
+        m <= n && !memcmp(sys, ids, m * sizeof *ids))
+        end = m;
+    while (end > 0 && !ember_tokenizer_is_special(c->tok, ids[end - 1])) end--;
+    cJSON_Delete(first);
+    free(text);
+    free(sys);
+    return end;
+}
+
 void ember_conversation_free(ember_conversation *c)
 {
     if (!c) return;
@@ -73,7 +110,7 @@ void ember_conversation_free(ember_conversation *c)
     for (size_t i = 0; i < c->n_tool_names; i++) free(c->tool_names[i]);
     free(c->tool_names);
     free(c->held.ids);
-    llm_ring_snapshot_free(&c->mark);
+    forget_points(c);
     free(c->content);
     free(c->reasoning);
     free(c);
@@ -238,13 +275,16 @@ ember_status ember_conversation_respond(ember_conversation *c, const ember_gener
     size_t same = 0;
     while (same < n && same < c->held.n && ids[same] == c->held.ids[same]) same++;
     if (same < c->held.n || same == n) { /* diverged, or nothing new to run */
-        size_t back = (size_t)c->mark.pos;
-        if (back > 0 && back <= same && back < n && back <= c->held.n &&
-            llm_session_rewind(c->s, (int64_t)back, &c->mark) == EMBER_OK) {
-            same = back; /* to the mark in the last prompt */
-        } else {         /* start over */
+        int back = 1; /* the latest resume point the prompt still agrees with */
+        while (back >= 0 && !(c->points[back].pos > 0 && (size_t)c->points[back].pos <= same &&
+                              (size_t)c->points[back].pos < n && (size_t)c->points[back].pos <= c->held.n))
+            back--;
+        if (back >= 0 && llm_session_rewind(c->s, c->points[back].pos, &c->points[back]) == EMBER_OK) {
+            same = (size_t)c->points[back].pos;
+            if (back == 0) llm_ring_snapshot_free(&c->points[1]); /* past the divergence */
+        } else { /* start over */
             ember_session_reset(c->s);
-            llm_ring_snapshot_free(&c->mark);
+            forget_points(c);
             same = 0;
         }
         c->held.n = same;
@@ -252,14 +292,17 @@ ember_status ember_conversation_respond(ember_conversation *c, const ember_gener
     for (size_t i = c->held.n; !st && i < n; i++) st = api_ids_push(&c->held, ids[i]);
     size_t mark = n; /* after the prompt's last special token */
     while (mark > same + 1 && !ember_tokenizer_is_special(c->tok, ids[mark - 1])) mark--;
-    api_hooks hooks = {collect, c, &c->held, &c->mark, mark};
+    /* the system part's end, when it is among the tokens to run */
+    size_t sys = c->points[0].pos ? 0 : system_end(c, no_tools ? NULL : c->tools, ids, n);
+    api_hooks hooks = {collect, c, &c->held, {sys > same && sys < mark ? &c->points[0] : NULL, &c->points[1]},
+                       {sys, mark}};
     if (!st) st = api_generate(c->s, c->tok, ids, n, same, &gp, &hooks, res);
     free(ids);
     if (!st && c->oom) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
     if (st) { /* what the session holds is no longer known exactly */
         ember_session_reset(c->s);
         c->held.n = 0;
-        llm_ring_snapshot_free(&c->mark);
+        forget_points(c);
         reply_clear(c);
         return st;
     }
@@ -301,4 +344,60 @@ int32_t ember_conversation_cached_tokens(const ember_conversation *c)
 void ember_conversation_cancel(ember_conversation *c)
 {
     if (c) ember_session_cancel(c->s);
+}
+
+ember_status ember_conversation_save(const ember_conversation *c, const char *path)
+{
+    if (!c || !path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_save: a NULL argument");
+    if (c->held.n != (size_t)ember_session_position(c->s))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_save: the cache is not in a known state");
+    char *messages = cJSON_PrintUnformatted(c->messages);
+    if (!messages) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    llm_ring_snapshot points[2];
+    size_t n_points = 0;
+    for (int i = 0; i < 2; i++)
+        if (c->points[i].pos > 0 && (size_t)c->points[i].pos <= c->held.n &&
+            (!n_points || c->points[i].pos > points[n_points - 1].pos))
+            points[n_points++] = c->points[i];
+    ember_status st = llm_state_save(c->s, c->held.ids, points, n_points, messages, strlen(messages), path);
+    free(messages);
+    return st;
+}
+
+ember_status ember_conversation_load(ember_conversation *c, const char *path)
+{
+    if (!c || !path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_conversation_load: a NULL argument");
+    llm_saved saved;
+    ember_status st = llm_state_load(c->s, path, &saved);
+    if (st) return st;
+    cJSON *messages = NULL;
+    if (!saved.app) st = ember_fail(EMBER_ERR_FORMAT, "%s: holds no conversation (a session's file?)", path);
+    if (!st) st = io_json_parse(saved.app, saved.app_bytes, path, "messages", &messages);
+    if (!st && !cJSON_IsArray(messages)) st = ember_fail(EMBER_ERR_FORMAT, "%s: messages are not a JSON array", path);
+    if (st) { /* the session already took the file's rows */
+        cJSON_Delete(messages);
+        llm_saved_free(&saved);
+        ember_session_reset(c->s);
+        c->held.n = 0;
+        forget_points(c);
+        return st;
+    }
+    cJSON_Delete(c->messages);
+    c->messages = messages;
+    const cJSON *first = cJSON_GetArrayItem(messages, 0);
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(first, "role");
+    c->has_system = cJSON_IsString(role) && !strcmp(role->valuestring, "system");
+    free(c->held.ids);
+    c->held.ids = saved.tokens;
+    c->held.n = c->held.cap = saved.n_tokens;
+    saved.tokens = NULL;
+    forget_points(c);
+    /* the latest is the end of the last prompt; an earlier one the system
+     * part's (any other resume points of a file go) */
+    for (size_t k = saved.n_snaps, i = 2; k-- > 0 && i-- > 0;) {
+        c->points[i] = saved.snaps[k];
+        memset(&saved.snaps[k], 0, sizeof saved.snaps[k]);
+    }
+    llm_saved_free(&saved);
+    return EMBER_OK;
 }

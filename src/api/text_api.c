@@ -320,16 +320,17 @@ ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const in
     r.prompt_tokens = (int32_t)n;
     r.cached_tokens = (int32_t)n_cached;
     if (!st && n > n_cached) {
-        /* in two parts when a snapshot is wanted inside the new tokens */
-        int snap = h->snapshot && h->snapshot_at > n_cached && h->snapshot_at <= n;
-        size_t cut = snap ? h->snapshot_at : n;
+        /* in pieces when snapshots are wanted inside the new tokens */
         double tp = ember_stats_start(p->stats);
-        st = ember_session_prefill(s, ids + n_cached, cut - n_cached);
-        if (!st && snap) {
-            llm_ring_snapshot_free(h->snapshot);
-            st = llm_ring_snapshot_take(s, h->snapshot);
+        size_t at = n_cached;
+        for (int i = 0; i < 2 && !st; i++) {
+            if (!h->snapshot[i] || h->snapshot_at[i] <= at || h->snapshot_at[i] > n) continue;
+            st = ember_session_prefill(s, ids + at, h->snapshot_at[i] - at);
+            at = h->snapshot_at[i];
+            llm_ring_snapshot_free(h->snapshot[i]);
+            if (!st) st = llm_ring_snapshot_take(s, h->snapshot[i]);
         }
-        if (!st && cut < n) st = ember_session_prefill(s, ids + cut, n - cut);
+        if (!st && at < n) st = ember_session_prefill(s, ids + at, n - at);
         ember_stats_stop(p->stats, EMBER_STAT_PREFILL, tp);
     }
     r.prefill_ms = ember_clock_ms() - t0;

@@ -17,16 +17,22 @@ static char *row_at(const kv_layer *L, void *base, int32_t g, int64_t p)
     return (char *)base + ((size_t)g * (size_t)L->capacity + (size_t)kv_slot(L, p)) * L->row_bytes;
 }
 
-ember_status llm_ring_snapshot_take(const ember_session *s, llm_ring_snapshot *out)
+size_t llm_ring_snapshot_bytes(const ember_session *s, int64_t pos)
 {
-    memset(out, 0, sizeof *out);
     const kv_cache *kv = &s->kv;
     size_t bytes = 0;
     for (int32_t i = 0; i < kv->n_layers; i++) {
         const kv_layer *L = &kv->layers[i];
-        if (L->window)
-            bytes += 2 * (size_t)kv->kv_heads * (size_t)(s->pos - ring_first(L, s->pos)) * L->row_bytes;
+        if (L->window) bytes += 2 * (size_t)kv->kv_heads * (size_t)(pos - ring_first(L, pos)) * L->row_bytes;
     }
+    return bytes;
+}
+
+ember_status llm_ring_snapshot_take(const ember_session *s, llm_ring_snapshot *out)
+{
+    memset(out, 0, sizeof *out);
+    const kv_cache *kv = &s->kv;
+    size_t bytes = llm_ring_snapshot_bytes(s, s->pos);
     out->pos = s->pos;
     out->bytes = bytes;
     if (bytes && !(out->rows = malloc(bytes)))
@@ -51,11 +57,10 @@ void llm_ring_snapshot_free(llm_ring_snapshot *snap)
     memset(snap, 0, sizeof *snap);
 }
 
-/* Writes the rows of snap (taken at position n, by this session or another
- * with the same KV format) into s's sliding layers, in the order
- * llm_ring_snapshot_take wrote them. */
-static void restore_rings(ember_session *s, int64_t n, const llm_ring_snapshot *snap)
+/* In the order llm_ring_snapshot_take wrote them. */
+void llm_ring_snapshot_restore(ember_session *s, const llm_ring_snapshot *snap)
 {
+    const int64_t n = snap->pos;
     const char *row = snap->rows;
     kv_cache *kv = &s->kv;
     for (int32_t i = 0; i < kv->n_layers; i++) {
@@ -96,7 +101,7 @@ ember_status llm_session_resume(ember_session *dst, const ember_session *src, in
                 }
             }
     }
-    if (n < src->pos) restore_rings(dst, n, snap); /* the source ran past n */
+    if (n < src->pos) llm_ring_snapshot_restore(dst, snap); /* the source ran past n */
     dst->pos = n;
     dst->has_logits = 0;
     return EMBER_OK;
@@ -108,8 +113,37 @@ ember_status llm_session_rewind(ember_session *s, int64_t n, const llm_ring_snap
         return ember_fail(EMBER_ERR_INVALID_ARG,
                           "rewind: a session holding %lld tokens goes back to %lld only with a snapshot there",
                           s ? (long long)s->pos : 0LL, (long long)n);
-    if (n < s->pos) restore_rings(s, n, snap); /* full layers: rows 0..n are untouched */
+    if (n < s->pos) llm_ring_snapshot_restore(s, snap); /* full layers: rows 0..n are untouched */
     s->pos = n;
+    llm_session_drop_marks(s, n);
     s->has_logits = 0;
     return EMBER_OK;
+}
+
+size_t llm_resume_point(size_t n, const llm_ring_snapshot *snaps, size_t n_snaps, size_t same,
+                        const llm_ring_snapshot **snap)
+{
+    *snap = NULL;
+    if (same == n) return n;
+    for (size_t k = n_snaps; k-- > 0;)
+        if ((size_t)snaps[k].pos <= same) {
+            *snap = &snaps[k];
+            return (size_t)snaps[k].pos;
+        }
+    return 0;
+}
+
+void llm_session_add_mark(ember_session *s, llm_ring_snapshot *snap)
+{
+    if (s->n_marks == LLM_SESSION_MAX_MARKS) {
+        llm_ring_snapshot_free(&s->marks[0]);
+        memmove(s->marks, s->marks + 1, --s->n_marks * sizeof *s->marks);
+    }
+    s->marks[s->n_marks++] = *snap;
+    memset(snap, 0, sizeof *snap);
+}
+
+void llm_session_drop_marks(ember_session *s, int64_t after)
+{
+    while (s->n_marks && s->marks[s->n_marks - 1].pos > after) llm_ring_snapshot_free(&s->marks[--s->n_marks]);
 }

@@ -72,6 +72,7 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
 void ember_session_free(ember_session *session)
 {
     if (!session) return;
+    llm_session_drop_marks(session, -1);
     pool_free(session->exec.pool);
     kv_cache_free(&session->kv);
     llm_work_free(&session->work);
@@ -171,6 +172,7 @@ void ember_session_reset(ember_session *s)
     if (!s) return;
     s->pos = 0;
     s->has_logits = 0;
+    llm_session_drop_marks(s, -1);
 }
 
 size_t ember_session_cache_bytes(const ember_session *s) { return s ? s->kv.bytes : 0; }
@@ -214,5 +216,6 @@ ember_status ember_session_bench_fill(ember_session *s, int32_t n_tokens)
     }
     s->pos = n_tokens;
     s->has_logits = 0;
+    llm_session_drop_marks(s, -1);
     return EMBER_OK;
 }

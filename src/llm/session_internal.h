@@ -7,6 +7,7 @@
 
 #include "ember.h"
 #include "llm/forward.h"
+#include "llm/prefix.h"
 #include "nn/kv.h"
 
 struct ember_session {
@@ -20,6 +21,9 @@ struct ember_session {
     llm_work work;   /* prefill_chunk rows */
     ember_stats *stats; /* decode-step timers by layer type; NULL: off */
     atomic_int cancel;  /* ember_session_cancel: set from any thread, taken by generate */
+    /* ember_session_mark: the rings at earlier positions, increasing */
+    llm_ring_snapshot marks[LLM_SESSION_MAX_MARKS];
+    size_t n_marks;
 };
 
 /* The cache format of a session's kv_type (ET_DTYPE_COUNT when invalid). */

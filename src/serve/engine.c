@@ -423,6 +423,8 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
         e->prefix = sv_prefix_cache_create(p->prefix_cache_bytes, 64, metrics);
         if (!e->queue || !e->slots || !e->rows || !e->ids || !e->row_slot || !e->logits || !e->prefix)
             st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
+        if (!st && p->prefix_cache_dir)
+            st = sv_prefix_cache_persist(e->prefix, p->prefix_cache_dir, model, p->kv_type, NULL, NULL);
         /* the batched decode call as a whole, beside its layer types */
         e->decode_step_id = p->stats ? ember_stats_find(p->stats, "decode_step") : -1;
         if (!st && p->stats && e->decode_step_id < 0)

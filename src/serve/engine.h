@@ -50,6 +50,8 @@ typedef struct sv_engine_params {
     size_t prefix_cache_bytes; /* finished conversations kept for reuse; 0: off */
     ember_stats *stats; /* step statistics, recorded by the engine thread only
                            (read it after sv_engine_shutdown); NULL: off */
+    const char *prefix_cache_dir; /* the prefix cache also on disk here
+                                     (prefix_cache.h); NULL: memory only */
 } sv_engine_params;
 
 typedef struct sv_engine sv_engine;

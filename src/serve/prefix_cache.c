@@ -1,7 +1,18 @@
 #include "serve/prefix_cache.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/checksum.h"
+#include "base/status.h"
+#include "io/write_file.h"
+#include "llm/state_file.h"
 
 typedef struct entry {
     ember_session *s;
@@ -11,6 +22,7 @@ typedef struct entry {
     int n_snaps;
     size_t bytes;
     uint64_t used; /* the cache's clock at the last hit or insert */
+    char *file;    /* its prompt-cache file; NULL: in memory only */
 } entry;
 
 struct sv_prefix_cache {
@@ -19,6 +31,7 @@ struct sv_prefix_cache {
     entry *entries;
     uint64_t clock;
     sv_metrics *metrics;
+    char *dir; /* sv_prefix_cache_persist's; NULL: memory only */
 };
 
 sv_prefix_cache *sv_prefix_cache_create(size_t max_bytes, int max_entries, sv_metrics *metrics)
@@ -35,12 +48,21 @@ sv_prefix_cache *sv_prefix_cache_create(size_t max_bytes, int max_entries, sv_me
     return c;
 }
 
-static void drop(sv_prefix_cache *c, int i)
+/* Frees entry i; with forget, its file goes too (an eviction, not a
+ * shutdown). */
+static void entry_free(entry *e, int forget)
 {
-    entry *e = &c->entries[i];
+    if (e->file && forget) unlink(e->file);
+    free(e->file);
     ember_session_free(e->s);
     free(e->tokens);
     for (int k = 0; k < e->n_snaps; k++) llm_ring_snapshot_free(&e->snaps[k]);
+}
+
+static void drop(sv_prefix_cache *c, int i, int forget)
+{
+    entry *e = &c->entries[i];
+    entry_free(e, forget);
     c->bytes -= e->bytes;
     c->entries[i] = c->entries[--c->n];
 }
@@ -89,15 +111,47 @@ static size_t snapshot_bytes(const entry *e)
 void sv_prefix_cache_free(sv_prefix_cache *c)
 {
     if (!c) return;
-    while (c->n) drop(c, 0);
+    while (c->n) drop(c, 0, 0);
     free(c->entries);
+    free(c->dir);
     free(c);
+}
+
+/* Evicts the least recently used entries until one of `bytes` fits. */
+static void make_room(sv_prefix_cache *c, size_t bytes)
+{
+    while (c->n && (c->n == c->max_entries || c->bytes + bytes > c->max_bytes)) {
+        int lru = 0;
+        for (int i = 1; i < c->n; i++)
+            if (c->entries[i].used < c->entries[lru].used) lru = i;
+        drop(c, lru, 1);
+    }
+}
+
+/* ".ekv": a prompt-cache file of this cache's; ".ekv.XXXXXX": one whose
+ * save was cut short (io_atomic_begin's temporary name). */
+static const char EXT[] = ".ekv";
+
+/* Writes e to the directory, named by its tokens' checksum; the path, or
+ * NULL when it could not be written (the entry then lives in memory only). */
+static char *save_entry(const sv_prefix_cache *c, const entry *e)
+{
+    size_t cap = strlen(c->dir) + 32;
+    char *path = malloc(cap);
+    if (!path) return NULL;
+    snprintf(path, cap, "%s/%016llx%s", c->dir, (unsigned long long)cksum64_of(e->tokens, e->n * sizeof *e->tokens),
+             EXT);
+    if (llm_state_save(e->s, e->tokens, e->snaps, (size_t)e->n_snaps, NULL, 0, path)) {
+        free(path);
+        return NULL;
+    }
+    return path;
 }
 
 void sv_prefix_cache_put(sv_prefix_cache *c, ember_session *s, int32_t *tokens, size_t n,
                          llm_ring_snapshot *snaps, size_t n_snaps)
 {
-    entry e = {s, tokens, n, {{0}}, 0, 0, 0};
+    entry e = {s, tokens, n, {{0}}, 0, 0, 0, NULL};
     for (size_t k = 0; k < n_snaps; k++) add_snapshot(&e, &snaps[k]);
     if (c && c->max_bytes && n) {
         /* an entry this one extends (the same conversation, a turn older)
@@ -107,7 +161,7 @@ void sv_prefix_cache_put(sv_prefix_cache *c, ember_session *s, int32_t *tokens, 
             if (old->n <= n && !memcmp(old->tokens, tokens, old->n * sizeof *tokens)) {
                 for (int k = 0; k < old->n_snaps; k++) add_snapshot(&e, &old->snaps[k]);
                 old->n_snaps = 0;
-                drop(c, i);
+                drop(c, i, 1);
             } else {
                 i++;
             }
@@ -115,37 +169,16 @@ void sv_prefix_cache_put(sv_prefix_cache *c, ember_session *s, int32_t *tokens, 
     }
     e.bytes = ember_session_cache_bytes(s) + snapshot_bytes(&e) + n * sizeof *tokens;
     if (!c || e.bytes > c->max_bytes || n == 0) {
-        ember_session_free(s);
-        free(tokens);
-        for (int k = 0; k < e.n_snaps; k++) llm_ring_snapshot_free(&e.snaps[k]);
+        entry_free(&e, 0);
         if (c) report(c);
         return;
     }
-    while (c->n && (c->n == c->max_entries || c->bytes + e.bytes > c->max_bytes)) {
-        int lru = 0;
-        for (int i = 1; i < c->n; i++)
-            if (c->entries[i].used < c->entries[lru].used) lru = i;
-        drop(c, lru);
-    }
+    make_room(c, e.bytes);
+    if (c->dir) e.file = save_entry(c, &e);
     e.used = ++c->clock;
     c->entries[c->n++] = e;
     c->bytes += e.bytes;
     report(c);
-}
-
-/* Where a prompt agreeing with e's first `same` tokens can resume: e's end
- * when it agrees with all of it, else the latest snapshot at or before the
- * divergence; 0 for nowhere. *snap: the snapshot (NULL at the end). */
-static size_t resume_point(const entry *e, size_t same, const llm_ring_snapshot **snap)
-{
-    *snap = NULL;
-    if (same == e->n) return e->n;
-    for (int k = e->n_snaps - 1; k >= 0; k--)
-        if ((size_t)e->snaps[k].pos <= same) {
-            *snap = &e->snaps[k];
-            return (size_t)e->snaps[k].pos;
-        }
-    return 0;
 }
 
 size_t sv_prefix_cache_resume(sv_prefix_cache *c, ember_session *dst, const int32_t *prompt,
@@ -160,7 +193,7 @@ size_t sv_prefix_cache_resume(sv_prefix_cache *c, ember_session *dst, const int3
         const llm_ring_snapshot *snap;
         size_t same = 0, limit = e->n < n_prompt - 1 ? e->n : n_prompt - 1;
         while (same < limit && e->tokens[same] == prompt[same]) same++;
-        size_t at = resume_point(e, same, &snap);
+        size_t at = llm_resume_point(e->n, e->snaps, (size_t)e->n_snaps, same, &snap);
         if (at > best_at) {
             best_at = at;
             best = i;
@@ -173,6 +206,7 @@ size_t sv_prefix_cache_resume(sv_prefix_cache *c, ember_session *dst, const int3
         if (llm_session_resume(dst, e->s, (int64_t)best_at, best_snap) == EMBER_OK) {
             resumed = best_at;
             e->used = ++c->clock;
+            if (e->file) utimensat(AT_FDCWD, e->file, NULL, 0); /* the order a restart keeps */
         }
     }
     pthread_mutex_lock(&c->metrics->mu);
@@ -185,4 +219,133 @@ size_t sv_prefix_cache_resume(sv_prefix_cache *c, ember_session *dst, const int3
     }
     pthread_mutex_unlock(&c->metrics->mu);
     return resumed;
+}
+
+typedef struct found {
+    char *path;
+    struct timespec mtime;
+} found;
+
+static int newest_first(const void *a, const void *b)
+{
+    const struct timespec *x = &((const found *)a)->mtime, *y = &((const found *)b)->mtime;
+    return x->tv_sec != y->tv_sec ? (x->tv_sec < y->tv_sec) - (x->tv_sec > y->tv_sec)
+                                  : (x->tv_nsec < y->tv_nsec) - (x->tv_nsec > y->tv_nsec);
+}
+
+/* The ".ekv" files of dir (their paths, malloc'd), newest first; the
+ * leftovers of cut-short saves are removed. */
+static ember_status list_files(const char *dir, found **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    DIR *d = opendir(dir);
+    if (!d) return ember_fail(EMBER_ERR_IO, "%s: cannot open the prefix-cache directory: %s", dir, strerror(errno));
+    found *list = NULL;
+    size_t n = 0, cap = 0;
+    ember_status st = EMBER_OK;
+    for (struct dirent *de; !st && (de = readdir(d));) {
+        const char *ext = strstr(de->d_name, EXT);
+        if (!ext || (ext[4] && strlen(ext) != 11)) continue; /* name.ekv or name.ekv.XXXXXX */
+        size_t len = strlen(dir) + strlen(de->d_name) + 2;
+        char *path = malloc(len);
+        struct stat sb;
+        if (!path) {
+            st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        snprintf(path, len, "%s/%s", dir, de->d_name);
+        if (ext[4] || stat(path, &sb) || !S_ISREG(sb.st_mode)) {
+            if (ext[4]) unlink(path);
+            free(path);
+            continue;
+        }
+        if (n == cap) {
+            found *grown = realloc(list, (cap = cap ? 2 * cap : 16) * sizeof *list);
+            if (!grown) {
+                free(path);
+                st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+                break;
+            }
+            list = grown;
+        }
+        list[n].path = path;
+        list[n++].mtime = sb.st_mtim;
+    }
+    closedir(d);
+    if (st) {
+        while (n) free(list[--n].path);
+        free(list);
+        return st;
+    }
+    if (n) qsort(list, n, sizeof *list, newest_first);
+    *out = list;
+    *n_out = n;
+    return EMBER_OK;
+}
+
+/* Reads one file into an entry (a session sized to its tokens). 0 when it
+ * does not load here. */
+static int load_entry(const char *path, const ember_model *m, ember_type kv_type, entry *e)
+{
+    memset(e, 0, sizeof *e);
+    size_t n = 0;
+    if (llm_state_peek(path, &n) || n == 0) return 0;
+    ember_session_params sp = ember_session_default_params();
+    sp.max_context = (int32_t)n;
+    sp.n_threads = 1;
+    sp.prefill_chunk = 1;
+    sp.kv_type = kv_type;
+    llm_saved saved;
+    if (ember_session_create(m, &sp, &e->s)) return 0;
+    if (llm_state_load(e->s, path, &saved)) {
+        ember_session_free(e->s);
+        e->s = NULL;
+        return 0;
+    }
+    e->tokens = saved.tokens;
+    e->n = saved.n_tokens;
+    saved.tokens = NULL;
+    for (size_t k = 0; k < saved.n_snaps; k++) add_snapshot(e, &saved.snaps[k]);
+    llm_saved_free(&saved);
+    e->bytes = ember_session_cache_bytes(e->s) + snapshot_bytes(e) + e->n * sizeof *e->tokens;
+    return 1;
+}
+
+ember_status sv_prefix_cache_persist(sv_prefix_cache *c, const char *dir, const ember_model *m, ember_type kv_type,
+                                     int *loaded, int *skipped)
+{
+    if (loaded) *loaded = 0;
+    if (skipped) *skipped = 0;
+    if (!c || !dir || !m) return ember_fail(EMBER_ERR_INVALID_ARG, "prefix cache: a NULL argument");
+    if (!c->max_bytes) return EMBER_OK; /* off: nothing is kept, on disk either */
+    found *files = NULL;
+    size_t n_files = 0;
+    ember_status st = io_make_dirs(dir);
+    if (!st) st = list_files(dir, &files, &n_files);
+    if (!st && !(c->dir = strdup(dir))) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    /* newest first: what does not fit after them is the least recently used */
+    c->clock = n_files;
+    for (size_t i = 0; !st && i < n_files; i++) {
+        entry e;
+        if (c->n == c->max_entries) {
+            unlink(files[i].path);
+        } else if (!load_entry(files[i].path, m, kv_type, &e)) {
+            if (skipped) ++*skipped;
+        } else if (c->bytes + e.bytes > c->max_bytes) {
+            unlink(files[i].path);
+            entry_free(&e, 0);
+        } else {
+            e.file = files[i].path;
+            files[i].path = NULL;
+            e.used = n_files - i;
+            c->entries[c->n++] = e;
+            c->bytes += e.bytes;
+            if (loaded) ++*loaded;
+        }
+    }
+    for (size_t i = 0; i < n_files; i++) free(files[i].path);
+    free(files);
+    report(c);
+    return st;
 }

@@ -12,7 +12,15 @@
  * snapshots, so the boundaries of earlier turns stay resumable. Entries
  * (snapshots included) are bounded in bytes and count, evicted least
  * recently used first; an entry keeps at most SV_PREFIX_MAX_SNAPSHOTS
- * snapshots, the latest positions. */
+ * snapshots, the latest positions.
+ *
+ * With a directory (sv_prefix_cache_persist) the entries are kept on disk
+ * too, one prompt-cache file each (llm/state_file.h): written when the
+ * entry is put, removed when it is evicted or superseded, its time touched
+ * when it is resumed; a restarted server takes the files back in, most
+ * recently used first, within the same bounds, and removes the rest (the
+ * least recently used). Files that do not load here (another model, KV
+ * format, a damaged file) are left alone. */
 #ifndef EMBER_SERVE_PREFIX_CACHE_H
 #define EMBER_SERVE_PREFIX_CACHE_H
 
@@ -37,6 +45,13 @@ void sv_prefix_cache_free(sv_prefix_cache *c);
  * fit. snaps itself stays the caller's; its snapshots are left empty. */
 void sv_prefix_cache_put(sv_prefix_cache *c, ember_session *s, int32_t *tokens, size_t n,
                          llm_ring_snapshot *snaps, size_t n_snaps);
+
+/* Keeps the entries in dir from now on (created if missing), after taking
+ * in the files a previous run left there: each into a session of model m
+ * in kv_type. *loaded / *skipped (may be NULL): the files taken in / left
+ * alone because they do not load. Errors: IO (the directory). */
+ember_status sv_prefix_cache_persist(sv_prefix_cache *c, const char *dir, const ember_model *m, ember_type kv_type,
+                                     int *loaded, int *skipped);
 
 /* Makes dst (empty) hold the longest cached prefix of prompt it can, at
  * most n_prompt - 1 tokens (one is left to produce logits). Returns the

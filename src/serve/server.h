@@ -33,6 +33,8 @@ typedef struct sv_server_params {
     size_t kv_budget;        /* 0: max_seqs sequences of ctx tokens */
     size_t prefix_cache_bytes; /* finished conversations kept for the next
                                   turn; default 256 MiB, 0: off */
+    const char *prefix_cache_dir; /* and kept on disk here, so they survive a
+                                     restart (within the same bytes); NULL: off */
     ember_model_params model;
     ember_type kv_type;      /* default F32 */
     const char *tts_dir;     /* a Qwen3-TTS directory: serves /v1/audio/speech; NULL: 501 */

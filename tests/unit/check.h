@@ -45,4 +45,12 @@ int check_error_has(const char *needle);
         CHECK_MSG(check_error_has(substr), "message '%s' lacks '%s'", ember_last_error(), (substr)); \
     } while (0)
 
+/* The test model: $EMBER_TEST_MODEL, else the committed models/tiny. */
+const char *check_model_dir(void);
+/* Loads dir with its weights converted to `weights` (NONE: as stored);
+ * NULL after printing why. */
+ember_model *check_load_model(const char *dir, ember_type weights);
+/* n pseudo-random ids in [0, vocab), the same for the same seed. */
+void check_random_ids(int32_t *ids, int n, int32_t vocab, unsigned seed);
+
 #endif

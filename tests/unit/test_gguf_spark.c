@@ -47,15 +47,6 @@ static const char *tiny(void)
     return d && *d ? d : "models/tiny";
 }
 
-static ember_model *load(const char *path, ember_type wt)
-{
-    ember_model_params mp = ember_model_default_params();
-    mp.weight_type = wt;
-    ember_model *m = NULL;
-    if (ember_model_load(path, &mp, &m) != EMBER_OK)
-        printf("     cannot load %s: %s\n", path, ember_last_error());
-    return m;
-}
 
 /* Logits after a prompt and after each of 3 decodes, concatenated. */
 static float *run(const ember_model *m, int *n_out)
@@ -92,11 +83,11 @@ static float *run(const ember_model *m, int *n_out)
 
 static void check_same_logits(et_dtype dt, ember_type load_as, const char *name)
 {
-    ember_model *src = load(tiny(), EMBER_TYPE_NONE), *ref = load(tiny(), load_as), *got = NULL;
+    ember_model *src = check_load_model(tiny(), EMBER_TYPE_NONE), *ref = check_load_model(tiny(), load_as), *got = NULL;
     const char *path = tmp_path(name);
     REQUIRE(src && ref);
     REQUIRE(spark_gguf_write(src, path, quant_mix_single(dt), 0, NULL, NULL) == EMBER_OK);
-    got = load(path, EMBER_TYPE_NONE);
+    got = check_load_model(path, EMBER_TYPE_NONE);
     if (got) {
         int na = 0, nb = 0;
         float *a = run(ref, &na), *b = run(got, &nb);
@@ -159,10 +150,10 @@ static void test_interleaved_layout_same_logits(void)
 /* A GGUF converts at load like a Hugging Face directory does. */
 static void test_gguf_converts_at_load(void)
 {
-    ember_model *src = load(tiny(), EMBER_TYPE_NONE), *ref = load(tiny(), EMBER_TYPE_Q8_0), *got = NULL;
+    ember_model *src = check_load_model(tiny(), EMBER_TYPE_NONE), *ref = check_load_model(tiny(), EMBER_TYPE_Q8_0), *got = NULL;
     REQUIRE(src && ref);
     CHECK(spark_gguf_write(src, tmp_path("conv.gguf"), quant_mix_single(ET_F32), 0, NULL, NULL) == EMBER_OK);
-    got = load(tmp_path("conv.gguf"), EMBER_TYPE_Q8_0);
+    got = check_load_model(tmp_path("conv.gguf"), EMBER_TYPE_Q8_0);
     if (got) {
         int na = 0, nb = 0;
         float *a = run(ref, &na), *b = run(got, &nb);
@@ -201,7 +192,7 @@ static unsigned char *slurp(const char *path, size_t *n)
  * layout, so the unpacking runs in parallel too). */
 static void test_threads_write_the_same_bytes(void)
 {
-    ember_model *m = load(tiny(), EMBER_TYPE_Q8_0);
+    ember_model *m = check_load_model(tiny(), EMBER_TYPE_Q8_0);
     REQUIRE(m);
     CHECK(spark_gguf_write(m, tmp_path("t1.gguf"), quant_mix_single(ET_Q4_0), 1, NULL, NULL) == EMBER_OK);
     CHECK(spark_gguf_write(m, tmp_path("t3.gguf"), quant_mix_single(ET_Q4_0), 3, NULL, NULL) == EMBER_OK);
@@ -216,11 +207,11 @@ static void test_threads_write_the_same_bytes(void)
 /* GGUF -> model -> GGUF at the same type reproduces the file byte for byte. */
 static void test_requantize_same_type_is_identity(void)
 {
-    ember_model *src = load(tiny(), EMBER_TYPE_NONE), *g = NULL;
+    ember_model *src = check_load_model(tiny(), EMBER_TYPE_NONE), *g = NULL;
     REQUIRE(src);
     CHECK(spark_gguf_write(src, tmp_path("a.gguf"), quant_mix_single(ET_Q4_0), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(src);
-    REQUIRE((g = load(tmp_path("a.gguf"), EMBER_TYPE_NONE)) != NULL);
+    REQUIRE((g = check_load_model(tmp_path("a.gguf"), EMBER_TYPE_NONE)) != NULL);
     CHECK(spark_gguf_write(g, tmp_path("b.gguf"), quant_mix_single(ET_Q4_0), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(g);
     size_t na = 0, nb = 0;
@@ -239,7 +230,7 @@ static int cancel_second(void *ctx, size_t done, size_t total)
 
 static void test_cancel_leaves_no_file(void)
 {
-    ember_model *m = load(tiny(), EMBER_TYPE_NONE);
+    ember_model *m = check_load_model(tiny(), EMBER_TYPE_NONE);
     REQUIRE(m);
     int calls = 0;
     EXPECT_FAIL(spark_gguf_write(m, tmp_path("c.gguf"), quant_mix_single(ET_Q8_0), 0, cancel_second, &calls),
@@ -290,7 +281,7 @@ static int make_notok_dir(const char *dir)
 static void test_synthesized_vocab(void)
 {
     REQUIRE(make_notok_dir(tmp_path("notok")) == 0);
-    ember_model *m = load(tmp_path("notok"), EMBER_TYPE_NONE);
+    ember_model *m = check_load_model(tmp_path("notok"), EMBER_TYPE_NONE);
     gguf_file *f = NULL;
     REQUIRE(m);
     REQUIRE(spark_gguf_write(m, tmp_path("syn.gguf"), quant_mix_single(ET_F32), 0, NULL, NULL) == EMBER_OK);
@@ -376,7 +367,7 @@ static void test_vocab_from_tokenizer_json(void)
     gguf_file *f = NULL;
     REQUIRE(make_tok_dir(dir, text) == 0);
     free(text);
-    REQUIRE((m = load(dir, EMBER_TYPE_NONE)) != NULL);
+    REQUIRE((m = check_load_model(dir, EMBER_TYPE_NONE)) != NULL);
     REQUIRE(spark_gguf_write(m, tmp_path("tok.gguf"), quant_mix_single(ET_Q8_0), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(m);
     REQUIRE(gguf_open(tmp_path("tok.gguf"), &f) == EMBER_OK);
@@ -399,7 +390,7 @@ static void test_vocab_from_tokenizer_json(void)
     gguf_close(f);
 
     /* the GGUF's tokenizer is carried over when re-quantizing it */
-    REQUIRE((m = load(tmp_path("tok.gguf"), EMBER_TYPE_NONE)) != NULL);
+    REQUIRE((m = check_load_model(tmp_path("tok.gguf"), EMBER_TYPE_NONE)) != NULL);
     REQUIRE(spark_gguf_write(m, tmp_path("tok2.gguf"), quant_mix_single(ET_F16), 0, NULL, NULL) == EMBER_OK);
     ember_model_free(m);
     REQUIRE(gguf_open(tmp_path("tok2.gguf"), &f) == EMBER_OK);
@@ -415,7 +406,7 @@ static void test_bad_tokenizer_json(void)
     ember_model *m = NULL;
     REQUIRE(make_tok_dir(dir, text) == 0);
     free(text);
-    REQUIRE((m = load(dir, EMBER_TYPE_NONE)) != NULL);
+    REQUIRE((m = check_load_model(dir, EMBER_TYPE_NONE)) != NULL);
     EXPECT_FAIL(spark_gguf_write(m, out, quant_mix_single(ET_Q8_0), 0, NULL, NULL), EMBER_ERR_FORMAT,
                 "tokenizer.json: token 'far' has id 600, outside the model's vocab of 512");
     CHECK(!exists(out));
@@ -424,7 +415,7 @@ static void test_bad_tokenizer_json(void)
     text = tokenizer_text(10, "Unigram", -1);
     REQUIRE(make_tok_dir(dir2, text) == 0);
     free(text);
-    REQUIRE((m = load(dir2, EMBER_TYPE_NONE)) != NULL);
+    REQUIRE((m = check_load_model(dir2, EMBER_TYPE_NONE)) != NULL);
     EXPECT_FAIL(spark_gguf_write(m, out, quant_mix_single(ET_Q8_0), 0, NULL, NULL), EMBER_ERR_UNSUPPORTED, "not \"BPE\"");
     CHECK(!exists(out));
     ember_model_free(m);
@@ -551,7 +542,7 @@ static void test_hand_built_gguf_config(void)
     CHECK(!c.attention_bias && !c.mlp_bias && c.eos_id == 3 && c.bos_id == -1 && c.pad_id == -1);
     free(json);
 
-    ember_model *m = load(path, EMBER_TYPE_NONE);
+    ember_model *m = check_load_model(path, EMBER_TYPE_NONE);
     REQUIRE(m);
     int n = 0;
     float *logits = run(m, &n);
@@ -671,7 +662,7 @@ static void test_broken_files(void)
     /* and the unedited file loads, keeping the file's dtype */
     ember_model *m = NULL;
     REQUIRE(small_spark(path, ET_F16, NULL) == EMBER_OK);
-    REQUIRE((m = load(path, EMBER_TYPE_NONE)) != NULL);
+    REQUIRE((m = check_load_model(path, EMBER_TYPE_NONE)) != NULL);
     CHECK(m->cfg.tie_embeddings && m->embed.dtype == ET_F16);
     ember_model_free(m);
 }
@@ -687,7 +678,7 @@ static void test_untied_output(void)
     const edit e = {NULL, NULL, add_output};
     const char *path = tmp_path("untied.gguf");
     REQUIRE(small_spark(path, ET_Q8_0, &e) == EMBER_OK);
-    ember_model *m = load(path, EMBER_TYPE_NONE);
+    ember_model *m = check_load_model(path, EMBER_TYPE_NONE);
     REQUIRE(m);
     CHECK(!m->cfg.tie_embeddings && m->lm_head.data != m->embed.data && m->lm_head.dtype == ET_Q8_0);
     /* written back, the output tensor is kept */

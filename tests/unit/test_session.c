@@ -29,14 +29,7 @@ static ember_model *load(void)
 #define PROMPT 80
 static int32_t prompt[PROMPT];
 
-static void make_prompt(int32_t vocab)
-{
-    unsigned s = 7;
-    for (int i = 0; i < PROMPT; i++) {
-        s = s * 1103515245u + 12345u;
-        prompt[i] = (int32_t)((s >> 8) % (unsigned)vocab);
-    }
-}
+static void make_prompt(int32_t vocab) { check_random_ids(prompt, PROMPT, vocab, 7); }
 
 /* Logits after feeding the prompt in pieces of `piece` tokens (prefill
  * calls), with `chunk` as the session's internal prefill chunk. */
