@@ -36,6 +36,7 @@ struct se_encoder {
     se_layer *layers;
     se_conv proj_semantic, proj_acoustic;
     float *codebooks; /* n_codes x codebook_size x codebook_dim: level 0 semantic */
+    double *norms;    /* n_codes x codebook_size: squared length of each row */
 };
 
 /* ---- loading ---------------------------------------------------------------- */
@@ -119,7 +120,9 @@ static ember_status load_codebooks(se_loader *ld, se_encoder *e)
 {
     const se_config *c = &e->cfg;
     const size_t rows = (size_t)c->codebook_size, dim = (size_t)c->codebook_dim;
-    if (!(e->codebooks = malloc(sizeof(float) * (size_t)c->n_codes * rows * dim)))
+    e->codebooks = malloc(sizeof(float) * (size_t)c->n_codes * rows * dim);
+    e->norms = malloc(sizeof(double) * (size_t)c->n_codes * rows);
+    if (!e->codebooks || !e->norms)
         return ember_fail(EMBER_ERR_NO_MEMORY, "speech encoder: out of memory for codebooks");
     for (int32_t q = 0; q < c->n_codes; q++) {
         char p[128], n[192];
@@ -134,8 +137,14 @@ static ember_status load_codebooks(se_loader *ld, se_encoder *e)
         memcpy(out, sum, sizeof(float) * rows * dim);
         snprintf(n, sizeof n, "%scluster_usage", p);
         if ((st = wt_fetch_f32(&ld->wt, n, 1, s1, &ld->tmp, &usage))) return st;
-        for (size_t r = 0; r < rows; r++)
-            for (size_t d = 0; d < dim; d++) out[r * dim + d] /= fmaxf(usage[r], USAGE_EPS);
+        for (size_t r = 0; r < rows; r++) {
+            double n2 = 0;
+            for (size_t d = 0; d < dim; d++) {
+                out[r * dim + d] /= fmaxf(usage[r], USAGE_EPS);
+                n2 += (double)out[r * dim + d] * out[r * dim + d];
+            }
+            e->norms[(size_t)q * rows + r] = n2;
+        }
     }
     return EMBER_OK;
 }
@@ -203,6 +212,7 @@ void se_encoder_free(se_encoder *e)
     }
     free(e->layers);
     free(e->codebooks);
+    free(e->norms);
     free(e);
 }
 
@@ -371,12 +381,28 @@ done:
 }
 
 /* Nearest codebook row of r (lowest index on a tie), and the distance to
- * the second nearest minus the nearest. */
-static int32_t nearest(const float *book, int32_t rows, int32_t dim, const float *r, float *gap)
+ * the second nearest minus the nearest. A float pass ranks every row by
+ * |e|^2 - 2 r.e (the kernel set's dot product); the rows that pass leaves
+ * within its rounding (1e-4 of |r|^2 + |e|^2, far above float32's ~1e-5
+ * for these widths) of the best, and at least the two best, are measured
+ * again exactly in double, so the choice is the exact search's. */
+static int32_t nearest(const ek_kernel_set *ks, const float *book, const double *norms,
+                       int32_t rows, int32_t dim, const float *r, float *approx, float *gap)
 {
+    double rr = 0, top = 0;
+    for (int32_t i = 0; i < dim; i++) rr += (double)r[i] * r[i];
+    float a1 = INFINITY, a2 = INFINITY;
+    for (int32_t j = 0; j < rows; j++) {
+        approx[j] = (float)norms[j] - 2.0f * ks->dot_f32(r, book + (size_t)j * dim, dim);
+        if (approx[j] < a1) a2 = a1, a1 = approx[j];
+        else if (approx[j] < a2) a2 = approx[j];
+        if (norms[j] > top) top = norms[j];
+    }
+    const double tol = 1e-4 * (rr + top), limit = fmax((double)a1 + tol, (double)a2);
     double best = INFINITY, second = INFINITY;
     int32_t arg = 0;
     for (int32_t j = 0; j < rows; j++) {
+        if ((double)approx[j] > limit) continue;
         const float *e = book + (size_t)j * dim;
         double d2 = 0;
         for (int32_t i = 0; i < dim; i++) d2 += ((double)r[i] - e[i]) * ((double)r[i] - e[i]);
@@ -436,16 +462,24 @@ ember_status se_encoder_encode(const se_encoder *e, ember_pool *pool, const floa
                           (long long)len, (long long)frames);
     }
     const int32_t D = c->codebook_dim, rows = c->codebook_size;
+    float *approx = malloc(sizeof(float) * (size_t)rows);
+    if (!approx) {
+        free(z), free(u), free(r);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "speech encoder: out of memory");
+    }
     for (int64_t f = 0; f < frames; f++) {
         float *res = r + f * D;
         int32_t *out = codes + f * c->n_codes;
-        out[0] = nearest(e->codebooks, rows, D, u + f * D, gaps ? &gaps[f * c->n_codes] : NULL);
+        out[0] = nearest(e->kernels, e->codebooks, e->norms, rows, D, u + f * D, approx,
+                         gaps ? &gaps[f * c->n_codes] : NULL);
         for (int32_t q = 1; q < c->n_codes; q++) {
             const float *book = e->codebooks + (size_t)q * rows * D;
-            out[q] = nearest(book, rows, D, res, gaps ? &gaps[f * c->n_codes + q] : NULL);
+            out[q] = nearest(e->kernels, book, e->norms + (size_t)q * rows, rows, D, res, approx,
+                             gaps ? &gaps[f * c->n_codes + q] : NULL);
             for (int32_t i = 0; i < D; i++) res[i] -= book[(size_t)out[q] * D + i];
         }
     }
+    free(approx);
     if (latent) memcpy(latent, z, sizeof(float) * (size_t)(frames * c->hidden));
     free(z), free(u), free(r);
     return EMBER_OK;
