@@ -26,6 +26,7 @@ extern "C" {
 #endif
 
 typedef struct ember_tts ember_tts;
+typedef struct ember_voice ember_voice; /* a saved voice (below) */
 
 typedef struct ember_tts_params {
     ember_type weight_type;  /* talker and predictor: NONE (default) keeps the file's */
@@ -119,6 +120,8 @@ typedef struct ember_speech_request {
     const char *instruct;
     const float *xvector;
     int32_t n_xvector;
+    const ember_voice *voice; /* a saved voice, in place of xvector; one for
+                                 another model size is refused */
 } ember_speech_request;
 
 ember_speech_request ember_speech_default_request(void);
@@ -265,6 +268,26 @@ int64_t ember_voice_code_frames(const ember_voice_encoder *v, size_t n); /* fram
  * decide the other way). */
 ember_status ember_voice_codes(const ember_voice_encoder *v, const float *pcm, size_t n, int32_t *codes,
                                float *gaps);
+
+/* A saved voice: a recording's x-vector and codes, with its transcript,
+ * made once (ember_voice_create) and reused by any number of requests of
+ * the same model size (ember_speech_request.voice) without the encoders.
+ * The file (ember_voice_save) is small, versioned and checksummed;
+ * ember_voice_load refuses a damaged one or another version by name. A
+ * voice is immutable: share it between threads freely. */
+/* From n samples of 24 kHz mono: the x-vector (enc needs its speaker
+ * encoder) and, when enc has the codes encoder, the reference codes;
+ * ref_text (may be NULL) is what the recording says. */
+ember_status ember_voice_create(const ember_voice_encoder *enc, const float *pcm, size_t n, const char *ref_text,
+                                ember_voice **out);
+/* Written atomically: a crash leaves the old file or the new. */
+ember_status ember_voice_save(const ember_voice *voice, const char *path);
+ember_status ember_voice_load(const char *path, ember_voice **out);
+void ember_voice_free(ember_voice *voice);
+/* The voice's summary as JSON in *json (ember_free): "xvector_dim" (1024:
+ * a 0.6B Base model's, 2048: 1.7B), "frames", "codebooks", "ref_text",
+ * "model" (the directory it was made with). */
+ember_status ember_voice_info(const ember_voice *voice, char **json);
 
 /* ---- WAV files ------------------------------------------------------- */
 

@@ -19,7 +19,7 @@ static void usage(FILE *f)
             "                 [--language L|auto] [--max-frames N] [--seed S] [--greedy]\n"
             "                 [--streaming-text] [--json] [--temp T] [--top-k K] [--top-p P]\n"
             "                 [--repetition-penalty R] [--stats FILE] [--instruct TEXT]\n"
-            "                 [--ref-audio A.wav]\n"
+            "                 [--ref-audio A.wav | --voice V.voice]\n"
             "                 [engine options]\n"
             "  DIR is a Qwen3-TTS directory (config.json, model.safetensors, vocab.json,\n"
             "  merges.txt, speech_tokenizer/). --stream writes raw s16le mono 24 kHz PCM to\n"
@@ -34,7 +34,8 @@ static void usage(FILE *f)
             "  --instruct TEXT says how to speak (1.7B CustomVoice) or describes the voice\n"
             "  (VoiceDesign); a 0.6B model ignores it, a Base model refuses it.\n"
             "  --ref-audio A.wav clones the voice of a recording with a Base model (from\n"
-            "  its speaker x-vector; any common WAV format and rate).\n"
+            "  its speaker x-vector; any common WAV format and rate); --voice a voice saved\n"
+            "  by `ember voice create` (no encoders to run).\n"
             "  --stats FILE (or EMBER_STATS) writes step statistics and prints where the\n"
             "  80 ms of each frame went.\n"
             "engine options:\n%s",
@@ -128,7 +129,7 @@ static float *reference_xvector(const cli_tts_opts *to, const char *path, int32_
 int cmd_tts(int argc, char **argv)
 {
     enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON,
-           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT };
+           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_VOICE };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"text", required_argument, 0, O_TEXT},
         {"out", required_argument, 0, 'o'},        {"speaker", required_argument, 0, O_SPEAKER},
@@ -140,12 +141,13 @@ int cmd_tts(int argc, char **argv)
         {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_PENALTY},
         {"stats", required_argument, 0, O_STATS},  {"instruct", required_argument, 0, O_INSTRUCT},
         {"ref-audio", required_argument, 0, O_REF_AUDIO}, {"ref-text", required_argument, 0, O_REF_TEXT},
+        {"voice", required_argument, 0, O_VOICE},
         CLI_TTS_OPTIONS,
         {0, 0, 0, 0}};
     cli_tts_opts to;
     cli_tts_opts_init(&to);
     ember_speech_request rq = ember_speech_default_request();
-    const char *out_path = NULL, *ref_audio = NULL, *ref_text = NULL;
+    const char *out_path = NULL, *ref_audio = NULL, *ref_text = NULL, *voice_path = NULL;
     int stream = 0, json = 0, c;
     const char *stats_path = NULL;
     optind = 1;
@@ -177,6 +179,7 @@ int cmd_tts(int argc, char **argv)
         case O_INSTRUCT: rq.instruct = optarg; break;
         case O_REF_AUDIO: ref_audio = optarg; break;
         case O_REF_TEXT: ref_text = optarg; break;
+        case O_VOICE: voice_path = optarg; break;
         case 'h': usage(stdout); return 0;
         default: {
             int r = cli_tts_option(c, optarg, "tts", &to);
@@ -211,12 +214,23 @@ int cmd_tts(int argc, char **argv)
     /* a token is at least a byte: the text's length bounds its tokens */
     cli_tts_info info;
     float *xvector = NULL;
+    ember_voice *voice = NULL;
+    if (ref_audio && voice_path) {
+        fprintf(stderr, "ember tts: --ref-audio or --voice, not both\n");
+        return 2;
+    }
     if (ref_audio && !(xvector = reference_xvector(&to, ref_audio, &rq.n_xvector))) return 1;
+    if (voice_path && ember_voice_load(voice_path, &voice)) {
+        fprintf(stderr, "ember tts: %s\n", ember_last_error());
+        return 1;
+    }
     rq.xvector = xvector;
+    rq.voice = voice;
     const int32_t text_bytes = (int32_t)(strlen(rq.text) + (rq.instruct ? strlen(rq.instruct) : 0));
     ember_tts *tts = cli_tts_load(&to, text_bytes + 32, rq.max_frames ? rq.max_frames : 4096, "tts", 1, &info);
     if (!tts) {
         free(xvector);
+        ember_voice_free(voice);
         return 1;
     }
     if (rq.instruct && rq.instruct[0] && info.small)
@@ -257,6 +271,7 @@ done:
     ember_stats_free(stats);
     free(k.chunk_frames);
     free(xvector);
+    ember_voice_free(voice);
     ember_tts_free(tts);
     return rc;
 }

@@ -18,9 +18,12 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: ember voice xvector -m BASE_DIR --ref-audio A.wav [--threads N]\n"
+            "usage: ember voice create -m BASE_DIR --ref-audio A.wav [--ref-text TEXT] -o V.voice\n"
+            "       ember voice xvector -m BASE_DIR --ref-audio A.wav [--threads N]\n"
             "                           [--kernels NAME] [--max-seconds S]\n"
             "       ember voice codes -m DIR --ref-audio A.wav [same options]\n"
+            "  create: a saved voice for `ember tts --voice` and the server's --voices: the\n"
+            "  x-vector, and with --ref-text (what the recording says) its codes too.\n"
             "  xvector: BASE_DIR is a Qwen3-TTS Base checkpoint (its speaker encoder).\n"
             "  codes: the reference codes of the speech tokenizer's encoder (DIR or\n"
             "  DIR/speech_tokenizer), 16 per 1920 samples, as {\"frames\": [[...], ...]}.\n"
@@ -63,7 +66,7 @@ static int print_json(cJSON *o)
 }
 
 typedef struct voice_args {
-    const char *dir, *wav, *kernels;
+    const char *dir, *wav, *kernels, *out, *ref_text;
     int threads;
     double max_seconds;
 } voice_args;
@@ -74,17 +77,20 @@ static int parse_args(int argc, char **argv, voice_args *a)
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'}, {"ref-audio", required_argument, 0, 'a'},
         {"threads", required_argument, 0, 't'}, {"kernels", required_argument, 0, 'k'},
-        {"max-seconds", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"max-seconds", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+        {"out", required_argument, 0, 'o'},   {"ref-text", required_argument, 0, 'r'}, {0, 0, 0, 0}};
     int c;
-    *a = (voice_args){NULL, NULL, NULL, 1, DEFAULT_MAX_SECONDS};
+    *a = (voice_args){NULL, NULL, NULL, NULL, NULL, 1, DEFAULT_MAX_SECONDS};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': a->dir = optarg; break;
         case 'a': a->wav = optarg; break;
         case 't': a->threads = atoi(optarg); break;
         case 'k': a->kernels = optarg; break;
         case 's': a->max_seconds = atof(optarg); break;
+        case 'o': a->out = optarg; break;
+        case 'r': a->ref_text = optarg; break;
         case 'h': usage(stdout); return -1;
         default: usage(stderr); return 2;
         }
@@ -97,13 +103,13 @@ static int parse_args(int argc, char **argv, voice_args *a)
 }
 
 /* Reads the clip and loads the encoder asked for; 0, or -1 with a message. */
-static int open_voice(const voice_args *a, int codes, ember_audio_info *info, float **wave, size_t *n,
-                      ember_voice_encoder **enc)
+static int open_voice(const voice_args *a, int speaker, int codes, ember_audio_info *info, float **wave,
+                      size_t *n, ember_voice_encoder **enc)
 {
     ember_voice_params p = ember_voice_default_params();
     p.kernels = a->kernels;
     p.n_threads = a->threads;
-    p.speaker = !codes;
+    p.speaker = speaker;
     p.codes = codes;
     if (ember_audio_read(a->wav, 24000, a->max_seconds, wave, n, info) ||
         ember_voice_encoder_load(a->dir, &p, enc)) {
@@ -126,7 +132,7 @@ static int xvector(const voice_args *a)
     ember_voice_encoder *enc = NULL;
     int rc = 1;
     const double t0 = cli_now_s();
-    if (open_voice(a, 0, &info, &wave, &n, &enc)) goto done;
+    if (open_voice(a, 1, 0, &info, &wave, &n, &enc)) goto done;
     const int32_t dim = ember_voice_xvector_dim(enc);
     if (!(x = malloc(sizeof *x * (size_t)dim))) goto done;
     const double t1 = cli_now_s();
@@ -162,7 +168,7 @@ static int codes(const voice_args *a)
     size_t n = 0;
     ember_voice_encoder *enc = NULL;
     int rc = 1;
-    if (open_voice(a, 1, &info, &wave, &n, &enc)) goto done;
+    if (open_voice(a, 0, 1, &info, &wave, &n, &enc)) goto done;
     const int32_t q = ember_voice_codebooks(enc);
     const int64_t frames = ember_voice_code_frames(enc, n);
     out = malloc(sizeof(int32_t) * (size_t)(frames * q));
@@ -198,14 +204,47 @@ done:
     return rc;
 }
 
+/* `voice create`: a saved voice: the x-vector, and with --ref-text the
+ * reference codes too (what in-context cloning takes). */
+static int create(const voice_args *a)
+{
+    if (!a->out) {
+        usage(stderr);
+        return 2;
+    }
+    ember_audio_info info;
+    float *wave = NULL;
+    size_t n = 0;
+    ember_voice_encoder *enc = NULL;
+    ember_voice *voice = NULL;
+    char *json = NULL;
+    int rc = 1;
+    const double t0 = cli_now_s();
+    if (open_voice(a, 1, a->ref_text != NULL, &info, &wave, &n, &enc)) goto done;
+    if (ember_voice_create(enc, wave, n, a->ref_text, &voice) || ember_voice_save(voice, a->out) ||
+        ember_voice_info(voice, &json)) {
+        fprintf(stderr, "ember voice: %s\n", ember_last_error());
+        goto done;
+    }
+    fprintf(stderr, "ember voice: %s: %s in %.3f s\n", a->out, json, cli_now_s() - t0);
+    rc = 0;
+done:
+    ember_free(json);
+    ember_free(wave);
+    ember_voice_free(voice);
+    ember_voice_encoder_free(enc);
+    return rc;
+}
+
 int cmd_voice(int argc, char **argv)
 {
     const int is_x = argc >= 2 && !strcmp(argv[1], "xvector"), is_c = argc >= 2 && !strcmp(argv[1], "codes");
-    if (is_x || is_c) {
+    const int is_create = argc >= 2 && !strcmp(argv[1], "create");
+    if (is_x || is_c || is_create) {
         voice_args a;
         const int r = parse_args(argc - 1, argv + 1, &a);
         if (r) return r < 0 ? 0 : r;
-        return is_x ? xvector(&a) : codes(&a);
+        return is_create ? create(&a) : is_x ? xvector(&a) : codes(&a);
     }
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);

@@ -11,6 +11,11 @@
 #include "tokenizer/tokenizer.h"
 #include "tts/code2wav.h"
 #include "tts/tts_pipeline.h"
+#include "tts/voice_file.h"
+
+struct ember_voice {
+    voice_data d;
+};
 
 /* How a request without its own chunks is cut: the default ramp, the
  * calibration's measured ramp, or the adaptive controller. */

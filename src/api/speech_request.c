@@ -50,10 +50,20 @@ static ember_status encode_framed(ember_tts *t, const char *head, const char *te
 static ember_status resolve_voice(ember_tts *t, const ember_speech_request *rq, resolved *out)
 {
     const tts_config *c = &t->m->cfg;
-    if (rq->xvector && rq->n_xvector != (c->type == TTS_BASE ? c->talker.hidden : 0))
+    const int32_t takes = c->type == TTS_BASE ? c->talker.hidden : 0;
+    if (rq->voice && rq->xvector)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "a speech request takes a saved voice or an x-vector, not both");
+    if (rq->voice && rq->voice->d.xvector_dim != takes)
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "the voice was made with %s (a %d-value x-vector); this model %s",
+                          rq->voice->d.model, rq->voice->d.xvector_dim,
+                          takes ? (takes < rq->voice->d.xvector_dim ? "is a smaller Base model"
+                                                                    : "is a larger Base model")
+                                : "is not a Base model: only those clone voices");
+    if (rq->xvector && rq->n_xvector != takes)
         return ember_fail(EMBER_ERR_INVALID_ARG, "an x-vector of %d floats; this model takes %d", rq->n_xvector,
-                          c->type == TTS_BASE ? c->talker.hidden : 0);
-    out->r.xvector = rq->xvector;
+                          takes);
+    out->r.xvector = rq->voice ? rq->voice->d.xvector : rq->xvector;
     if (!rq->instruct || !rq->instruct[0]) return EMBER_OK; /* an empty instruction is none */
     return encode_framed(t, "<|im_start|>user\n", rq->instruct, "<|im_end|>\n", &out->instruct_ids,
                          &out->r.n_instruct_ids);

@@ -2,23 +2,32 @@
  * thin wrappers over the WAV reader (src/io/wav_read.h), the mel front end
  * and speaker encoder (src/tts/mel.h, speaker_encoder.h) and the speech
  * tokenizer's encoder (src/tts/speech_encoder.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "api/api_internal.h"
+#include "api/speech_internal.h"
 #include "base/pool.h"
 #include "base/status.h"
 #include "ember_speech.h"
+#include "io/read_file.h"
 #include "io/wav_read.h"
+#include "io/write_file.h"
 #include "kernels/matmul.h"
 #include "tts/mel.h"
 #include "tts/speaker_encoder.h"
 #include "tts/speech_encoder.h"
+#include "tts/voice_file.h"
 
 struct ember_voice_encoder {
     spk_encoder *speaker; /* NULL unless params.speaker */
     mel_frontend *mel;
     se_encoder *codes;    /* NULL unless params.codes */
     ember_pool *pool;     /* NULL: single-threaded */
+    char model[256];      /* the directory's name, recorded in voices */
 };
 
 ember_status ember_audio_read(const char *path, int32_t sample_rate, double max_seconds, float **pcm, size_t *n,
@@ -67,6 +76,8 @@ ember_status ember_voice_encoder_load(const char *dir, const ember_voice_params 
     if (!kernels) return ember_fail(EMBER_ERR_INVALID_ARG, "unknown or unsupported kernels '%s'", p->kernels);
     ember_voice_encoder *v = calloc(1, sizeof *v);
     if (!v) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    const char *base = strrchr(dir, '/');
+    snprintf(v->model, sizeof v->model, "%s", base && base[1] ? base + 1 : dir);
     ember_status st = EMBER_OK;
     if (p->speaker) st = spk_encoder_load(dir, kernels, &v->speaker);
     if (!st && p->speaker) st = mel_frontend_create(&v->mel);
@@ -128,4 +139,93 @@ ember_status ember_voice_codes(const ember_voice_encoder *v, const float *pcm, s
     if (!v || !pcm || !codes || !n) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_codes: a NULL argument");
     if (!v->codes) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_codes: no speech encoder loaded");
     return se_encoder_encode(v->codes, v->pool, pcm, n, codes, gaps, NULL);
+}
+
+/* ---- saved voices ---- */
+
+ember_status ember_voice_create(const ember_voice_encoder *enc, const float *pcm, size_t n, const char *ref_text,
+                                ember_voice **out)
+{
+    if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_create: out is NULL");
+    *out = NULL;
+    if (!enc || !pcm) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_create: a NULL argument");
+    if (!enc->speaker) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_create: no speaker encoder loaded");
+    ember_voice *v = calloc(1, sizeof *v);
+    if (!v) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    voice_data *d = &v->d;
+    d->xvector_dim = ember_voice_xvector_dim(enc);
+    d->codebooks = ember_voice_codebooks(enc);
+    d->n_frames = d->codebooks ? (int32_t)ember_voice_code_frames(enc, n) : 0;
+    d->xvector = malloc(sizeof *d->xvector * (size_t)d->xvector_dim);
+    d->codes = d->n_frames ? malloc(sizeof *d->codes * (size_t)d->n_frames * (size_t)d->codebooks) : NULL;
+    d->ref_text = ref_text ? strdup(ref_text) : NULL;
+    d->model = strdup(enc->model);
+    ember_status st = EMBER_OK;
+    if (!d->xvector || (d->n_frames && !d->codes) || (ref_text && !d->ref_text) || !d->model)
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    if (!st) st = ember_voice_xvector(enc, pcm, n, d->xvector);
+    if (!st && d->n_frames) st = ember_voice_codes(enc, pcm, n, d->codes, NULL);
+    if (st) {
+        ember_voice_free(v);
+        return st;
+    }
+    *out = v;
+    return EMBER_OK;
+}
+
+ember_status ember_voice_save(const ember_voice *v, const char *path)
+{
+    if (!v || !path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_save: a NULL argument");
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    ember_status st = voice_serialize(&v->d, &bytes, &len);
+    if (!st) st = io_write_file_atomic(path, bytes, len);
+    free(bytes);
+    return st;
+}
+
+ember_status ember_voice_load(const char *path, ember_voice **out)
+{
+    if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_load: out is NULL");
+    *out = NULL;
+    if (!path) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_load: path is NULL");
+    char *bytes = NULL;
+    size_t len = 0;
+    ember_status st = io_read_text_file(path, (size_t)64 << 20, &bytes, &len);
+    if (st) return st;
+    ember_voice *v = calloc(1, sizeof *v);
+    if (!v) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    if (!st) st = voice_parse((const uint8_t *)bytes, len, path, &v->d);
+    free(bytes);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    return EMBER_OK;
+}
+
+void ember_voice_free(ember_voice *v)
+{
+    if (!v) return;
+    voice_data_free(&v->d);
+    free(v);
+}
+
+ember_status ember_voice_info(const ember_voice *v, char **json)
+{
+    if (json) *json = NULL;
+    if (!v || !json) return ember_fail(EMBER_ERR_INVALID_ARG, "ember_voice_info: a NULL argument");
+    cJSON *o = cJSON_CreateObject();
+    const int ok = o && cJSON_AddNumberToObject(o, "xvector_dim", v->d.xvector_dim) &&
+                   cJSON_AddNumberToObject(o, "frames", v->d.n_frames) &&
+                   cJSON_AddNumberToObject(o, "codebooks", v->d.codebooks) &&
+                   (v->d.ref_text ? cJSON_AddStringToObject(o, "ref_text", v->d.ref_text) != NULL
+                                  : cJSON_AddNullToObject(o, "ref_text") != NULL) &&
+                   cJSON_AddStringToObject(o, "model", v->d.model);
+    if (!ok) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return api_json_out(o, "ember_voice_info", json);
 }

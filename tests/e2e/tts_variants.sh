@@ -16,7 +16,7 @@ trap 'rm -rf "$TMP"' EXIT
 TEXT="Hello from the tiny talker."
 CLIP=tests/data/voice-ref-24k.wav
 
-for v in 0.6b-base 1.7b-customvoice 1.7b-voicedesign; do
+for v in 0.6b-base 1.7b-base 1.7b-customvoice 1.7b-voicedesign; do
   $PY reference/make_tts_checkpoint.py --preset tiny --variant $v --seed 6 --out "$TMP/$v" >/dev/null ||
     fail "make_$v"
 done
@@ -57,6 +57,29 @@ if err=$($EMBER tts -m models/tts-tiny "${TTS[@]}" --speaker ryan --instruct "Wh
    cmp -s "$TMP/i.wav" "$TMP/plain.wav" && grep -q "0.6B model ignores --instruct" <<<"$err"; then
   pass tts_0.6b_ignores_instruct
 else fail tts_0.6b_ignores_instruct "$err"; fi
+
+# saved voices: made once, the same audio as cloning from the recording;
+# a voice of the other size, a damaged or foreign file refused by name
+if $EMBER voice create -m "$TMP/0.6b-base" --ref-audio $CLIP -o "$TMP/v.voice" 2>/dev/null &&
+   $EMBER voice create -m "$TMP/0.6b-base" --ref-audio $CLIP --ref-text "Hello." -o "$TMP/icl.voice" 2>/dev/null &&
+   $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --voice "$TMP/v.voice" -o "$TMP/saved.wav" 2>/dev/null &&
+   cmp -s "$TMP/saved.wav" "$TMP/clone.wav" && [ "$(stat -c %s "$TMP/v.voice")" -lt 1024 ]; then
+  pass voice_saved_equals_the_recording
+else fail voice_saved_equals_the_recording; fi
+$EMBER voice create -m "$TMP/1.7b-base" --ref-audio $CLIP -o "$TMP/big.voice" 2>/dev/null
+expect_error voice_of_another_size_refused "smaller Base model" \
+  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --voice "$TMP/big.voice" -o "$TMP/x.wav"
+expect_error voice_for_a_customvoice_model_refused "not a Base model" \
+  $EMBER tts -m models/tts-tiny "${TTS[@]}" --voice "$TMP/v.voice" -o "$TMP/x.wav"
+cp "$TMP/icl.voice" "$TMP/bad.voice"
+printf '\x01' | dd of="$TMP/bad.voice" bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_error voice_damaged_refused "checksum mismatch" \
+  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --voice "$TMP/bad.voice" -o "$TMP/x.wav"
+head -c 150 "$TMP/icl.voice" >"$TMP/short.voice"
+expect_error voice_truncated_refused "truncated or corrupt" \
+  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --voice "$TMP/short.voice" -o "$TMP/x.wav"
+expect_error voice_not_a_voice_refused "not an ember voice file" \
+  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --voice $CLIP -o "$TMP/x.wav"
 
 expect_error tts_base_needs_a_reference "needs a reference" \
   $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" -o "$TMP/x.wav"
