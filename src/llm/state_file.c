@@ -208,8 +208,9 @@ static ember_status check_identity(const ember_session *s, const unsigned char *
     return EMBER_OK;
 }
 
-/* Bytes the parts after the header take, each checked against what is
- * left so that no sum can overflow; 0 when they do not fit. */
+/* Bytes the parts after the header take, as s's caches measure them. No
+ * sum can overflow: n is at most s's max_context, n_snaps at most n, and
+ * app_bytes at most the file's length (checked before). */
 static size_t body_bytes(const ember_session *s, size_t n, const unsigned char *snap_pos, size_t n_snaps,
                          size_t app_bytes)
 {
