@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -207,8 +208,9 @@ static ember_status check_identity(const ember_session *s, const unsigned char *
     return EMBER_OK;
 }
 
-/* Bytes the parts after the header take, each checked against what is
- * left so that no sum can overflow; 0 when they do not fit. */
+/* Bytes the parts after the header take, as s's caches measure them. No
+ * sum can overflow: n is at most s's max_context, n_snaps at most n, and
+ * app_bytes at most the file's length (checked before). */
 static size_t body_bytes(const ember_session *s, size_t n, const unsigned char *snap_pos, size_t n_snaps,
                          size_t app_bytes)
 {
@@ -333,24 +335,19 @@ ember_status llm_state_load(ember_session *s, const char *path, llm_saved *out)
         close(fd);
         return ember_fail(EMBER_ERR_IO, "%s: not a regular file", path);
     }
-    /* read, not mapped: copying from the page cache runs at memory speed,
-     * touching mapped file pages one by one is several times slower */
-    size_t len = (size_t)sb.st_size, done = 0;
-    unsigned char *buf = malloc(len ? len : 1);
-    if (!buf) {
+    /* Mapped, not read into a buffer of our own: a buffer of hundreds of MB
+     * is fresh memory the kernel zeroes page by page on every load, which
+     * cost several times the whole restore at the 1.7B shape
+     * (bench/prompt_cache.c); mapped page-cache pages need no zeroing. */
+    size_t len = (size_t)sb.st_size;
+    void *map = NULL;
+    if (len && (map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)) == MAP_FAILED) {
+        ember_status st = ember_fail(EMBER_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
         close(fd);
-        return ember_fail(EMBER_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes", path, len);
-    }
-    ember_status st = EMBER_OK;
-    while (!st && done < len) {
-        ssize_t got = read(fd, buf + done, len - done);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) st = ember_fail(EMBER_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-        else if (got == 0) len = done; /* it shrank: the checks say how */
-        else done += (size_t)got;
+        return st;
     }
     close(fd);
-    if (!st) st = llm_state_parse(s, buf, len, path, out);
-    free(buf);
+    ember_status st = llm_state_parse(s, map, len, path, out);
+    if (map) munmap(map, len);
     return st;
 }
