@@ -99,7 +99,10 @@ async function readEvents(res, onEvent) {
 
 async function loadCapabilities() {
   let res;
-  try { res = await api('/capabilities'); } catch (e) { return showModel('server unreachable', true); }
+  try { res = await api('/capabilities'); } catch {
+    showModel('server unreachable, retrying…', true);
+    return new Promise((resolve) => setTimeout(() => resolve(loadCapabilities()), 3000));
+  }
   if (!res.ok) return showModel(res.status === 401 ? 'API key needed' : await errorText(res), true);
   const caps = state.caps = await res.json();
   showModel(caps.model + (caps.speech ? ' · speech: ' + caps.speech.model : ''));
