@@ -58,6 +58,12 @@ $(BUILD)/pic/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -fno-semantic-interposition -c $< -o $@
 
+# The browser UI: the files of src/serve/ui/ go into the library as data by
+# the assembler's .incbin in src/serve/ui_assets.c, so its object (the only
+# one that reads them) is rebuilt when one of them changes.
+UI_FILES := $(sort $(wildcard src/serve/ui/*))
+$(BUILD)/pic/src/serve/ui_assets.o build-fuzz/src/serve/ui_assets.o: $(UI_FILES)
+
 $(BUILD)/libember.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -22,6 +22,7 @@ packages=(
   libc6-dev-arm64-cross
   qemu-user              # ... run under qemu-aarch64
   sox                    # tests read back the WAV files `ember tts` writes (soxi)
+  chromium               # tests/e2e/ui.sh: the browser the UI tests drive (puppeteer-core, over CDP)
 )
 
 # Node.js and npm run the transformers.js comparisons (tests/js); many

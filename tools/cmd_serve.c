@@ -1,6 +1,7 @@
 /* `ember serve`: the OpenAI-compatible server (src/serve/server.h) until
  * SIGINT or SIGTERM. */
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -177,6 +178,15 @@ int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     sigdelset(&stop, SIGPIPE);
 
+    /* Every request allocates and frees a KV cache sized to its prompt and
+     * reply. glibc's default raises its mmap threshold to the largest block
+     * freed so far, after which those caches come from the heap and fragment
+     * it: RSS crept up 7.5% over a 10-minute soak (bench/soak.sh) with a
+     * full prefix cache. A fixed threshold keeps them mapped on their own
+     * and returned to the system when freed. */
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
     sv_server *s;
     p.stats = cli_stats_open(stats_path, "text", "serve");
     if (sv_server_start(&p, &s) != EMBER_OK) {

@@ -71,6 +71,12 @@ static enum MHD_Result send_response(struct MHD_Connection *c, sv_server *s, sv_
         MHD_add_response_header(resp, "Retry-After", v);
     }
     if (r->www_authenticate) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    if (r->csp) {
+        MHD_add_response_header(resp, "Content-Security-Policy", r->csp);
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    }
     sv_metrics_request(&s->metrics, r->status);
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, resp);
     MHD_destroy_response(resp);

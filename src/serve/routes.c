@@ -6,6 +6,7 @@
 
 #include "serve/prefix_cache.h"
 #include "serve/server_internal.h"
+#include "serve/ui_assets.h"
 
 static const char json_type[] = "application/json";
 
@@ -72,6 +73,41 @@ static void list_models(sv_server *s, sv_response *out)
     cJSON_AddItemToArray(data, model_object(s));
     cJSON_AddItemToObject(o, "data", data);
     respond_json(out, 200, o);
+}
+
+/* What the UI adapts to: the model, its context and sampling defaults,
+ * and the speech model's voices when there is one. */
+static void capabilities(sv_server *s, sv_response *out)
+{
+    cJSON *o = cJSON_CreateObject(), *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", s->model_name);
+    cJSON_AddNumberToObject(o, "max_model_len", s->p.ctx);
+    cJSON_AddNumberToObject(o, "max_seqs", s->p.max_seqs);
+    cJSON_AddBoolToObject(o, "auth", s->api_key != NULL);
+    cJSON_AddBoolToObject(o, "tools", 1);
+    cJSON_AddNumberToObject(d, "temperature", s->sampling.temperature);
+    cJSON_AddNumberToObject(d, "top_p", s->sampling.top_p);
+    cJSON_AddNumberToObject(d, "top_k", s->sampling.top_k);
+    cJSON_AddItemToObject(o, "sampling", d);
+    cJSON *speech = s->speech ? sv_speech_capabilities(s->speech) : cJSON_CreateNull();
+    if (speech) cJSON_AddItemToObject(o, "speech", speech);
+    else cJSON_AddNullToObject(o, "speech");
+    respond_json(out, 200, o);
+}
+
+/* A file of the browser UI, under its Content-Security-Policy. */
+static void respond_asset(sv_response *out, const sv_asset *a)
+{
+    out->status = 200;
+    out->content_type = a->content_type;
+    out->csp = SV_UI_CSP;
+    out->body = malloc(a->len ? a->len : 1);
+    if (!out->body) {
+        out->status = 500;
+        return;
+    }
+    memcpy(out->body, a->data, a->len);
+    out->len = a->len;
 }
 
 static uint64_t next_id(sv_server *s)
@@ -282,6 +318,11 @@ void sv_handle(sv_server *s, const char *method, const char *path, const char *a
         respond_json(out, 200, o);
         return;
     }
+    sv_asset asset;
+    if (get && sv_ui_asset(path, &asset)) {
+        respond_asset(out, &asset);
+        return;
+    }
     if (!authorized(s, auth)) {
         sv_error_set(&e, 401, "authentication_error", NULL, "invalid_api_key",
                      "a valid API key is required: Authorization: Bearer KEY");
@@ -294,6 +335,10 @@ void sv_handle(sv_server *s, const char *method, const char *path, const char *a
         out->body = sv_metrics_render(&s->metrics);
         out->len = out->body ? strlen(out->body) : 0;
         if (!out->body) out->status = 500;
+        return;
+    }
+    if (get && !strcmp(path, "/capabilities")) {
+        capabilities(s, out);
         return;
     }
     if (get && !strcmp(path, "/v1/models")) {

@@ -5,6 +5,9 @@
  *   GET  /v1/models[/{id}]       the one model, named after its directory
  *   POST /v1/chat/completions    chat with tools; SSE when "stream": true
  *   POST /v1/completions         a prompt string or token ids; SSE too
+ *   POST /v1/audio/speech        with --tts: speech (speech.h)
+ *   GET  /capabilities           what this server runs, for the UI
+ *   GET  /, /ui.js, /ui.css      the browser UI (ui_assets.h), no key needed
  *
  * HTTP threads (one per connection) parse and check the request, render
  * the chat template, tokenize and queue a job; the engine thread (engine.h)
@@ -66,6 +69,8 @@ typedef struct sv_response {
     sv_job *stream;          /* a reference the caller releases */
     int retry_after;         /* seconds, 0: no header */
     int www_authenticate;
+    const char *csp;         /* the UI's files: a Content-Security-Policy (and
+                                nosniff, no-referrer, no-cache); NULL: none */
 } sv_response;
 
 /* Routes a complete request. auth: the Authorization header or NULL. */

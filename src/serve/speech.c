@@ -256,6 +256,31 @@ void sv_speech_free(sv_speech *s)
 
 const char *sv_speech_model_name(const sv_speech *s) { return s->name; }
 
+cJSON *sv_speech_capabilities(const sv_speech *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *voices = cJSON_AddArrayToObject(o, "voices");
+    cJSON *languages = cJSON_AddArrayToObject(o, "languages");
+    cJSON *formats = cJSON_AddArrayToObject(o, "formats");
+    if (!voices || !languages || !formats) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON_AddStringToObject(o, "model", s->name);
+    for (int32_t i = 0; i < s->m->cfg.n_speakers; i++)
+        cJSON_AddItemToArray(voices, cJSON_CreateString(s->m->cfg.speakers[i].name));
+    for (int32_t i = 0; i < s->m->cfg.n_languages; i++)
+        cJSON_AddItemToArray(languages, cJSON_CreateString(s->m->cfg.languages[i].name));
+    cJSON_AddItemToArray(formats, cJSON_CreateString("wav"));
+    cJSON_AddItemToArray(formats, cJSON_CreateString("pcm"));
+    const int32_t rate = s->dm->cfg.sample_rate;
+    cJSON_AddNumberToObject(o, "sample_rate", rate);
+    cJSON_AddNumberToObject(o, "max_frames", s->p.max_frames);
+    cJSON_AddNumberToObject(o, "frame_ms", 80);
+    cJSON_AddNumberToObject(o, "max_input_bytes", (double)s->p.max_input_bytes);
+    return o;
+}
+
 /* ---- the request ---------------------------------------------------------- */
 
 

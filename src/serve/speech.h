@@ -38,8 +38,13 @@ ember_status sv_speech_create(const sv_speech_params *p, sv_metrics *metrics, sv
 /* Stops the thread (running and queued requests end) and frees. */
 void sv_speech_free(sv_speech *s);
 
-/* The voices (speaker names) the model has, for errors and /v1/models. */
+/* The speech model's name (its directory's). */
 const char *sv_speech_model_name(const sv_speech *s);
+
+/* What a client may ask for, for GET /capabilities: {"model", "voices",
+ * "languages", "sample_rate", "max_frames", "frame_ms", "max_input_bytes",
+ * "formats"}; NULL when out of memory. */
+struct cJSON *sv_speech_capabilities(const sv_speech *s);
 
 /* Handles a POST /v1/audio/speech body: fills out with the audio, a stream
  * job, or an OpenAI-style error (400 naming the field, 503 when busy). */

@@ -246,6 +246,25 @@ a=$(status_of GET /v1/models ''); b=$(status_of GET /v1/models '' -H 'Authorizat
 c=$(status_of GET /v1/models '' -H 'Authorization: Bearer s3cret'); d=$(status_of GET /health '')
 if [ "$a$b$c$d" = 401401200200 ]; then pass api_key_401
 else fail api_key_401 "none $a, wrong $b, right $c, health $d"; fi
+# the browser UI needs no key (the page asks for it), each file under a
+# Content-Security-Policy with its type; /capabilities needs the key
+ui_ok=1 ui_why=""
+for f in /:text/html /ui.js:text/javascript /ui.css:text/css /favicon.svg:image/svg+xml; do
+  h=$(curl -s -D - -o "$tmp/ui.body" "$BASE${f%%:*}")
+  if ! grep -q '^HTTP/1.1 200' <<<"$h" || ! grep -qi "^Content-Type: ${f#*:}" <<<"$h" ||
+     ! grep -qi "^Content-Security-Policy: default-src 'self'; script-src 'self'" <<<"$h" ||
+     grep -qi 'unsafe-' <<<"$h" || ! cmp -s "$tmp/ui.body" "src/serve/ui/$( [ "${f%%:*}" = / ] && echo index.html || echo "${f%%:*}" | cut -c2-)"; then
+    ui_ok=0; ui_why+="${f%%:*}: $(head -1 <<<"$h") "
+  fi
+done
+[ $ui_ok = 1 ] && pass serve_ui_files_with_csp || fail serve_ui_files_with_csp "$ui_why"
+a=$(status_of GET /capabilities ''); caps=$(curl -s -H 'Authorization: Bearer s3cret' "$BASE/capabilities")
+if [ "$a" = 401 ] && $PY -c '
+import json, sys
+c = json.loads(sys.argv[1])
+assert c["model"] == "tiny" and c["auth"] is True and c["speech"] is None and c["max_model_len"] > 0
+assert set(c["sampling"]) == {"temperature", "top_p", "top_k"}' "$caps"; then pass serve_capabilities
+else fail serve_capabilities "no key: $a; $caps"; fi
 
 # --- the official openai client ---------------------------------------------
 if ! command -v node >/dev/null 2>&1; then

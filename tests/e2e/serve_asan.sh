@@ -43,6 +43,9 @@ for b in "${bodies[@]}"; do
   post /v1/chat/completions "$b"; post /v1/completions "$b"
 done
 curl -s -o /dev/null "$BASE/v1/models"                       # no key: 401
+for p in / /ui.js /ui.css /favicon.svg /capabilities /ui /ui.js/; do   # the browser UI
+  curl -s -o /dev/null "$BASE$p"; curl -s -o /dev/null "${auth[@]}" "$BASE$p"
+done
 curl -s -o /dev/null -X DELETE "${auth[@]}" "$BASE/v1/models" # no such route
 printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"model"' |
   timeout 5 python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read()); s.close()' "${BASE##*:}"

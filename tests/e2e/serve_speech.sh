@@ -123,6 +123,14 @@ else fail speech_errors_name_the_field "$r1|$r2|$r3|$r4|$r5"; fi
 code=$(post 'not json' "$tmp/err.json")
 [ "$code" = 400 ] && pass speech_bad_json || fail speech_bad_json "$code"
 
+# what the browser UI offers: the speech model's voices and languages
+caps=$(curl -s "$BASE/capabilities")
+if $PY -c '
+import json, sys
+s = json.loads(sys.argv[1])["speech"]
+assert s["model"] == "tts-tiny" and "ryan" in s["voices"] and "english" in s["languages"]
+assert s["sample_rate"] == 24000 and s["frame_ms"] == 80 and s["max_frames"] > 0 and "pcm" in s["formats"]' "$caps"
+then pass speech_capabilities; else fail speech_capabilities "$caps"; fi
 metrics=$(curl -s "$BASE/metrics")
 if grep -qE '^ember_time_to_first_audio_seconds_count [1-9]' <<<"$metrics"; then
   pass speech_ttfa_in_metrics
