@@ -61,6 +61,9 @@ static void usage(FILE *f)
             "  --tts DIR         also serve POST /v1/audio/speech with this Qwen3-TTS model\n"
             "  --tts-dtype T     its talker and predictor weights (f32|bf16|q8_0; default: the\n"
             "                    profile's); its chunks follow this machine's calibration\n"
+            "  --voices DIR      saved voices (DIR/NAME.voice from `ember voice create`) that a\n"
+            "                    Base speech model speaks in: a request's \"voice\" names one;\n"
+            "                    \"instructions\" reach a 1.7B CustomVoice or VoiceDesign model\n"
             "  --profile auto|off|explain  the derived profile picks the LLM's weight format\n"
             "                    and threads, and the TTS model's format, unless given (default\n"
             "                    auto; off: as stored)\n%s",
@@ -79,7 +82,8 @@ static int parse_long(const char *arg, long lo, long hi, long *out)
 int cmd_serve(int argc, char **argv)
 {
     enum { OPT_HOST = 1, OPT_PORT, OPT_API_KEY, OPT_MAX_SEQS, OPT_CTX, OPT_MAX_QUEUE, OPT_TIMEOUT,
-           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_PREFIX_CACHE_DIR, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE, OPT_STATS };
+           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_PREFIX_CACHE_DIR, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE, OPT_STATS,
+           OPT_VOICES };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, OPT_HOST},
         {"port", required_argument, 0, OPT_PORT},     {"api-key", required_argument, 0, OPT_API_KEY},
@@ -91,6 +95,7 @@ int cmd_serve(int argc, char **argv)
         {"prefix-cache-dir", required_argument, 0, OPT_PREFIX_CACHE_DIR},
         {"tts", required_argument, 0, OPT_TTS},
         {"tts-dtype", required_argument, 0, OPT_TTS_DTYPE},
+        {"voices", required_argument, 0, OPT_VOICES},
         {"profile", required_argument, 0, OPT_PROFILE},
         {"stats", required_argument, 0, OPT_STATS},
         {"help", no_argument, 0, 'h'},                CLI_COMMON_OPTIONS,
@@ -128,6 +133,7 @@ int cmd_serve(int argc, char **argv)
             break;
         case OPT_PREFIX_CACHE_DIR: p.prefix_cache_dir = optarg; break;
         case OPT_TTS: p.tts_dir = optarg; break;
+        case OPT_VOICES: p.tts_voices = optarg; break;
         case OPT_TTS_DTYPE: r = cli_parse_type(optarg, &p.tts_weight_type) ? 1 : 0; break;
         case OPT_PROFILE:
             r = cli_profile_option(CLI_OPT_PROFILE, optarg, "serve", &profile) == 1 ? 0 : 1;

@@ -71,6 +71,16 @@ static void list_models(sv_server *s, sv_response *out)
     cJSON *o = cJSON_CreateObject(), *data = cJSON_CreateArray();
     cJSON_AddStringToObject(o, "object", "list");
     cJSON_AddItemToArray(data, model_object(s));
+    if (s->speech) { /* the speech model, with what it can do: voices, instructions */
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "id", sv_speech_model_name(s->speech));
+        cJSON_AddStringToObject(m, "object", "model");
+        cJSON_AddNumberToObject(m, "created", (double)s->started);
+        cJSON_AddStringToObject(m, "owned_by", "ember");
+        cJSON *caps = sv_speech_capabilities(s->speech);
+        if (caps) cJSON_AddItemToObject(m, "speech", caps);
+        cJSON_AddItemToArray(data, m);
+    }
     cJSON_AddItemToObject(o, "data", data);
     respond_json(out, 200, o);
 }

@@ -69,7 +69,7 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
     }
     if (!st && p->tts_dir) {
         sv_speech_params sp = {p->tts_dir, p->tts_weight_type, p->n_threads, 0, p->timeout_s, 0,
-                               p->tts_max_frames, p->tts_calibration};
+                               p->tts_max_frames, p->tts_calibration, p->tts_voices};
         st = sv_speech_create(&sp, &s->metrics, &s->speech);
     }
     if (!st) st = sv_http_start(s);

@@ -44,6 +44,7 @@ typedef struct sv_server_params {
     ember_type tts_weight_type; /* its talker and predictor (NONE: as stored) */
     const struct edge_calibration *tts_calibration; /* its chunking (NULL: the default ramp) */
     int32_t tts_max_frames;  /* audio frames per speech request; 0: 4096 */
+    const char *tts_voices;  /* a directory of saved voices (a Base model's); NULL: none */
     ember_stats *stats;      /* the text engine's step statistics (engine.h); NULL:
                                 off. The caller's: read it after sv_server_stop. */
 } sv_server_params;

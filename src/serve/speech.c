@@ -11,6 +11,7 @@
 #include "io/wav.h"
 #include "serve/job.h"
 #include "serve/server_internal.h"
+#include "serve/speech_voices.h"
 #include "tokenizer/tokenizer.h"
 #include "tts/tts_pipeline.h"
 
@@ -22,6 +23,9 @@ typedef struct speech_job {
     sv_job *job;
     int32_t *ids;
     size_t n_ids;
+    int32_t *instruct_ids; /* "instructions" as the prompt's block; NULL: none */
+    size_t n_instruct_ids;
+    const float *xvector;  /* a saved voice's (the server's, immutable) */
     char voice[TTS_NAME_MAX], language[TTS_NAME_MAX];
     enum speech_format format;
     int stream;
@@ -42,6 +46,7 @@ struct sv_speech {
     et_tokenizer *tok;
     bool calibrated;
     edge_calibration calibration;
+    sv_voices voices;
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
@@ -55,6 +60,7 @@ static void speech_job_free(speech_job *q)
     if (!q) return;
     if (q->job) sv_job_unref(q->job);
     free(q->ids);
+    free(q->instruct_ids);
     free(q);
 }
 
@@ -119,8 +125,12 @@ static void run(sv_speech *s, speech_job *q)
     memset(&rq, 0, sizeof rq);
     rq.text_ids = q->ids;
     rq.n_text_ids = q->n_ids;
-    rq.speaker = q->voice[0] ? q->voice : NULL;
+    rq.speaker = q->voice[0] && !q->xvector ? q->voice : NULL;
     rq.language = q->language[0] ? q->language : NULL;
+    rq.instruct_ids = q->instruct_ids;
+    rq.n_instruct_ids = q->n_instruct_ids;
+    rq.xvector = q->xvector;
+    rq.streaming = q->xvector != NULL; /* the official default of a clone */
     rq.seed = q->seed;
     rq.max_frames = q->max_frames;
     /* the calibrated schedule; adaptive: a controller that starts from it */
@@ -210,13 +220,15 @@ ember_status sv_speech_create(const sv_speech_params *p, sv_metrics *metrics, sv
     tts_session_params sp = tts_session_default_params();
     sp.n_threads = p->n_threads;
     /* the prompt (the input's tokens and ~20 more) and every frame */
-    sp.max_context = s->p.max_frames + (int32_t)s->p.max_input_bytes + 64;
+    sp.max_context = s->p.max_frames + 2 * (int32_t)s->p.max_input_bytes + 64; /* input and instructions */
     c2w_stream_params cp = c2w_stream_default_params();
     cp.n_threads = p->n_threads;
     ember_status st;
     if ((st = tts_model_load(p->dir, &mp, &s->m)) || (st = c2w_model_load(p->dir, &dp, &s->dm)) ||
         (st = et_tokenizer_load(p->dir, &s->tok)) || (st = tts_session_create(s->m, &sp, &s->gen)) ||
-        (st = c2w_stream_create(s->dm, &cp, &s->dec))) {
+        (st = c2w_stream_create(s->dm, &cp, &s->dec)) ||
+        (p->voices_dir && (st = sv_voices_load(p->voices_dir, s->m->cfg.type == TTS_BASE ? s->m->cfg.talker.hidden : 0,
+                                               &s->voices)))) {
         sv_speech_free(s);
         return st;
     }
@@ -247,6 +259,7 @@ void sv_speech_free(sv_speech *s)
     c2w_stream_free(s->dec);
     tts_session_free(s->gen);
     et_tokenizer_free(s->tok);
+    sv_voices_free(&s->voices);
     c2w_model_free(s->dm);
     tts_model_free(s->m);
     pthread_cond_destroy(&s->cv);
@@ -266,9 +279,15 @@ cJSON *sv_speech_capabilities(const sv_speech *s)
         cJSON_Delete(o);
         return NULL;
     }
+    static const char *const types[] = {[TTS_CUSTOM_VOICE] = "custom_voice", [TTS_BASE] = "base",
+                                        [TTS_VOICE_DESIGN] = "voice_design"};
+    const tts_config *c = &s->m->cfg;
     cJSON_AddStringToObject(o, "model", s->name);
+    cJSON_AddStringToObject(o, "model_type", types[c->type]);
+    cJSON_AddBoolToObject(o, "instructions", c->type != TTS_BASE && !c->small);
     for (int32_t i = 0; i < s->m->cfg.n_speakers; i++)
         cJSON_AddItemToArray(voices, cJSON_CreateString(s->m->cfg.speakers[i].name));
+    for (int32_t i = 0; i < s->voices.n; i++) cJSON_AddItemToArray(voices, cJSON_CreateString(s->voices.names[i]));
     for (int32_t i = 0; i < s->m->cfg.n_languages; i++)
         cJSON_AddItemToArray(languages, cJSON_CreateString(s->m->cfg.languages[i].name));
     cJSON_AddItemToArray(formats, cJSON_CreateString("wav"));
@@ -301,11 +320,43 @@ static int get_string(const cJSON *o, const char *key, int required, const char 
     return 0;
 }
 
+/* "voice" and "instructions" against what the model is: a built-in
+ * speaker or a saved voice (a Base model's), and an instruction for a model
+ * that takes one (a 0.6B model drops it, as the official code does). */
+static int parse_voice(sv_speech *s, const char *voice, const char *instructions, speech_job *q, sv_error *e)
+{
+    const tts_config *c = &s->m->cfg;
+    const voice_data *saved = sv_voices_find(&s->voices, voice);
+    if (c->type == TTS_BASE && !saved)
+        return sv_error_set(e, 400, "invalid_request_error", "voice", NULL,
+                            voice ? "voice '%.60s' is not one of the server's saved voices (--voices)"
+                                  : "this model clones voices: name one of the server's saved voices (--voices)%.0s",
+                            voice ? voice : "");
+    if (c->type != TTS_BASE && voice && tts_config_speaker(c, voice) < 0)
+        return sv_error_set(e, 400, "invalid_request_error", "voice", NULL,
+                            "voice '%.60s' is not one of this model's speakers", voice);
+    if (instructions && instructions[0] && c->type == TTS_BASE)
+        return sv_error_set(e, 400, "invalid_request_error", "instructions", NULL,
+                            "a Base model (voice cloning) takes no instructions");
+    q->xvector = saved ? saved->xvector : NULL;
+    if (!instructions || !instructions[0] || c->small) return 0;
+    static const char head[] = "<|im_start|>user\n", tail[] = "<|im_end|>\n";
+    size_t n = strlen(head) + strlen(instructions) + strlen(tail);
+    char *text = malloc(n + 1);
+    if (!text) return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    snprintf(text, n + 1, "%s%s%s", head, instructions, tail);
+    const ember_status st = et_tokenizer_encode(s->tok, text, n, false, &q->instruct_ids, &q->n_instruct_ids);
+    free(text);
+    return st ? sv_error_set(e, 400, "invalid_request_error", "instructions", NULL, "instructions: %s",
+                             ember_last_error())
+              : 0;
+}
+
 /* The request fields into q (ids tokenized here, on the HTTP thread). */
 static int parse(sv_speech *s, const char *body, size_t len, speech_job *q, sv_error *e)
 {
     cJSON *o = cJSON_ParseWithLength(body, len);
-    const char *input, *voice, *language, *format, *model;
+    const char *input, *voice, *language, *format, *model, *instructions;
     int rc = -1;
     if (!cJSON_IsObject(o)) {
         sv_error_set(e, 400, "invalid_request_error", NULL, NULL,
@@ -314,7 +365,8 @@ static int parse(sv_speech *s, const char *body, size_t len, speech_job *q, sv_e
     }
     if (get_string(o, "input", 1, &input, e) || get_string(o, "voice", 0, &voice, e) ||
         get_string(o, "language", 0, &language, e) ||
-        get_string(o, "response_format", 0, &format, e) || get_string(o, "model", 0, &model, e))
+        get_string(o, "response_format", 0, &format, e) || get_string(o, "model", 0, &model, e) ||
+        get_string(o, "instructions", 0, &instructions, e))
         goto done;
     size_t n_in = strlen(input);
     if (!n_in || n_in > s->p.max_input_bytes) {
@@ -322,11 +374,12 @@ static int parse(sv_speech *s, const char *body, size_t len, speech_job *q, sv_e
                      "input must have 1 to %zu bytes", s->p.max_input_bytes);
         goto done;
     }
-    if (voice && tts_config_speaker(&s->m->cfg, voice) < 0) {
-        sv_error_set(e, 400, "invalid_request_error", "voice", NULL,
-                     "voice '%.60s' is not one of this model's speakers", voice);
+    if (instructions && strlen(instructions) > s->p.max_input_bytes) {
+        sv_error_set(e, 400, "invalid_request_error", "instructions", NULL,
+                     "instructions must have at most %zu bytes", s->p.max_input_bytes);
         goto done;
     }
+    if (parse_voice(s, voice, instructions, q, e)) goto done;
     if (language && strcmp(language, "auto") && tts_config_language(&s->m->cfg, language) < 0) {
         sv_error_set(e, 400, "invalid_request_error", "language", NULL,
                      "language '%.60s' is not one this model knows", language);

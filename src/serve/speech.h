@@ -28,6 +28,7 @@ typedef struct sv_speech_params {
     /* this machine's calibration (copied): its chunk schedule, or an adaptive
      * controller per request when it says so; NULL: the default ramp */
     const edge_calibration *calibration;
+    const char *voices_dir;  /* saved voices for a Base model (speech_voices.h); NULL: none */
 } sv_speech_params;
 
 typedef struct sv_speech sv_speech;
@@ -41,7 +42,9 @@ void sv_speech_free(sv_speech *s);
 /* The speech model's name (its directory's). */
 const char *sv_speech_model_name(const sv_speech *s);
 
-/* What a client may ask for, for GET /capabilities: {"model", "voices",
+/* What a client may ask for, for GET /capabilities: {"model",
+ * "model_type" (custom_voice, base, voice_design), "voices" (built-in
+ * speakers or saved voices), "instructions" (whether they are followed),
  * "languages", "sample_rate", "max_frames", "frame_ms", "max_input_bytes",
  * "formats"}; NULL when out of memory. */
 struct cJSON *sv_speech_capabilities(const sv_speech *s);

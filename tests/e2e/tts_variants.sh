@@ -10,9 +10,11 @@
 # model's instruction ignored (the same audio, with a warning, as the
 # official code drops it), and the wrong combinations refused by name.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
 if ! have_torch; then echo "SKIP tts_variants (no torch for the generator)"; exit 0; fi
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+SPID=""
+trap '[ -n "$SPID" ] && kill -9 $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
 TEXT="Hello from the tiny talker."
 CLIP=tests/data/voice-ref-24k.wav
 
@@ -92,4 +94,47 @@ expect_error tts_voicedesign_has_no_speakers "unknown speaker 'ryan'" \
 expect_error tts_in_context_clone_not_yet "not implemented yet" \
   $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --ref-audio $CLIP --ref-text "Hi." -o "$TMP/x.wav"
 [ -e "$TMP/x.wav" ] && fail tts_refusals_leave_no_file || pass tts_refusals_leave_no_file
+# `serve --tts BASE --voices DIR`: "voice" names a saved voice (the audio of
+# `ember tts --voice`), a built-in speaker or "instructions" are 400s naming
+# the field, /capabilities lists the voices; a 1.7B CustomVoice server follows
+# "instructions".
+speech() { # speech BODY OUT: the status
+  curl -s -o "$2" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$1" "$BASE/v1/audio/speech"
+}
+mkdir "$TMP/voices" && cp "$TMP/v.voice" "$TMP/voices/anna.voice"
+$EMBER tts -m "$TMP/0.6b-base" --text "$TEXT" --language english --seed 7 --max-frames 12 --voice "$TMP/v.voice" \
+  --no-calibration --stream >"$TMP/cli.pcm" 2>/dev/null
+if start_server "$TMP/base.log" -m models/tiny --tts "$TMP/0.6b-base" --voices "$TMP/voices" --threads 2; then
+  BODY='{"input":"'"$TEXT"'","language":"english","seed":7,"max_frames":12,"response_format":"pcm"'
+  code=$(speech "$BODY"',"voice":"anna"}' "$TMP/srv.pcm")
+  if [ "$code" = 200 ] && $PY -c '
+import sys
+import numpy as np
+a = np.fromfile(sys.argv[1], dtype="<i2").astype(int); b = np.fromfile(sys.argv[2], dtype="<i2").astype(int)
+sys.exit(0 if len(a) == len(b) and len(a) and np.abs(a - b).max() <= 1 else 1)' "$TMP/srv.pcm" "$TMP/cli.pcm"; then
+    pass serve_saved_voice_speaks_as_the_cli
+  else fail serve_saved_voice_speaks_as_the_cli "status $code"; fi
+  code=$(speech "$BODY"',"voice":"ryan"}' "$TMP/e1.json")
+  [ "$code" = 400 ] && grep -q '"param":"voice"' "$TMP/e1.json" && pass serve_base_refuses_a_speaker ||
+    fail serve_base_refuses_a_speaker "$code $(cat "$TMP/e1.json")"
+  code=$(speech "$BODY"',"voice":"anna","instructions":"Loud."}' "$TMP/e2.json")
+  [ "$code" = 400 ] && grep -q '"param":"instructions"' "$TMP/e2.json" && pass serve_base_refuses_instructions ||
+    fail serve_base_refuses_instructions "$code $(cat "$TMP/e2.json")"
+  caps=$(curl -s "$BASE/capabilities"; curl -s "$BASE/v1/models")
+  [ "$(grep -o '"model_type":"base"' <<<"$caps" | wc -l)" = 2 ] && [ "$(grep -o '"anna"' <<<"$caps" | wc -l)" = 2 ] &&
+    pass serve_capabilities_and_models_list_voices || fail serve_capabilities_and_models_list_voices "$caps"
+  stop_server
+else fail serve_base_with_voices "$(tail -3 "$TMP/base.log")"; fi
+SPID=""
+mkdir "$TMP/big" && cp "$TMP/big.voice" "$TMP/big/x.voice"
+if ! $EMBER serve --port 0 -m models/tiny --tts "$TMP/0.6b-base" --voices "$TMP/big" 2>"$TMP/big.log" >/dev/null &&
+   grep -q "this speech model takes 32" "$TMP/big.log"; then pass serve_refuses_voices_of_another_size
+else fail serve_refuses_voices_of_another_size "$(cat "$TMP/big.log")"; fi
+if start_server "$TMP/cv.log" -m models/tiny --tts "$TMP/1.7b-customvoice" --threads 2; then
+  BODY='{"input":"'"$TEXT"'","voice":"ryan","language":"english","seed":7,"max_frames":12,"response_format":"pcm"'
+  a=$(speech "$BODY"'}' "$TMP/plain.pcm"); b=$(speech "$BODY"',"instructions":"Whisper."}' "$TMP/inst.pcm")
+  if [ "$a$b" = 200200 ] && ! cmp -s "$TMP/plain.pcm" "$TMP/inst.pcm"; then pass serve_instructions_reach_the_model
+  else fail serve_instructions_reach_the_model "$a $b"; fi
+  stop_server
+else fail serve_customvoice "$(tail -3 "$TMP/cv.log")"; fi
 exit $e2e_failed
