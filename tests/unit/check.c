@@ -43,26 +43,3 @@ int check_summary(void)
 }
 
 int check_error_has(const char *needle) { return strstr(ember_last_error(), needle) != NULL; }
-
-const char *check_model_dir(void)
-{
-    const char *d = getenv("EMBER_TEST_MODEL");
-    return d && *d ? d : "models/tiny";
-}
-
-ember_model *check_load_model(const char *dir, ember_type weights)
-{
-    ember_model_params mp = ember_model_default_params();
-    mp.weight_type = weights;
-    ember_model *m = NULL;
-    if (ember_model_load(dir, &mp, &m) != EMBER_OK) printf("     cannot load %s: %s\n", dir, ember_last_error());
-    return m;
-}
-
-void check_random_ids(int32_t *ids, int n, int32_t vocab, unsigned seed)
-{
-    for (int i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        ids[i] = (int32_t)((seed >> 8) % (unsigned)vocab);
-    }
-}
