@@ -26,6 +26,7 @@ int cmd_decode_codes(int argc, char **argv);
 int cmd_tts(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_bench_tts(int argc, char **argv); /* `bench tts-codes`, called by cmd_bench */
 int cmd_bench_speech(int argc, char **argv); /* `bench tts` */
 /* `tts-codes --golden FILE` (parity_tts.c): greedy frames and teacher-forced
