@@ -74,6 +74,8 @@ $(BUILD)/pic/gen/onnx/onnx.pb-c.o: $(BUILD)/gen/onnx/onnx.pb-c.c
 	$(CC) $(GEN_CFLAGS) -fPIC -I$(BUILD)/gen/onnx -c $< -o $@
 $(BUILD)/pic/src/onnx/%.o: CFLAGS += -I$(BUILD)/gen/onnx
 $(filter $(BUILD)/pic/src/onnx/%,$(LIB_OBJ)): | $(BUILD)/gen/onnx/onnx.pb-c.h
+$(BUILD)/tests/unit/test_onnx.o: CFLAGS += -I$(BUILD)/gen/onnx
+$(BUILD)/tests/unit/test_onnx.o: | $(BUILD)/gen/onnx/onnx.pb-c.h
 
 $(BUILD)/libember.a: $(LIB_OBJ)
 	@rm -f $@

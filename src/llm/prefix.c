@@ -20,6 +20,7 @@ static char *row_at(const kv_layer *L, void *base, int32_t g, int64_t p)
 ember_status llm_ring_snapshot_take(const ember_session *s, llm_ring_snapshot *out)
 {
     memset(out, 0, sizeof *out);
+    if (s->ort) return ember_fail(EMBER_ERR_UNSUPPORTED, "ring snapshot: not with the onnx backend");
     const kv_cache *kv = &s->kv;
     size_t bytes = 0;
     for (int32_t i = 0; i < kv->n_layers; i++) {
@@ -75,6 +76,7 @@ ember_status llm_session_resume(ember_session *dst, const ember_session *src, in
 {
     if (!dst || !src || dst->m != src->m || dst->pos != 0 || dst->kv.layers[0].type != src->kv.layers[0].type)
         return ember_fail(EMBER_ERR_INVALID_ARG, "resume: needs an empty session of the same model and KV format");
+    if (src->ort) return ember_fail(EMBER_ERR_UNSUPPORTED, "resume: not with the onnx backend");
     if (n < 1 || n > src->pos || n >= dst->p.max_context || (n < src->pos && (!snap || snap->pos != n)))
         return ember_fail(EMBER_ERR_INVALID_ARG,
                           "resume: %lld tokens from a session holding %lld into max_context %d%s",
@@ -104,6 +106,7 @@ ember_status llm_session_resume(ember_session *dst, const ember_session *src, in
 
 ember_status llm_session_rewind(ember_session *s, int64_t n, const llm_ring_snapshot *snap)
 {
+    if (s && s->ort) return ember_fail(EMBER_ERR_UNSUPPORTED, "rewind: not with the onnx backend");
     if (!s || n < 0 || n > s->pos || (n < s->pos && (!snap || snap->pos != n)))
         return ember_fail(EMBER_ERR_INVALID_ARG,
                           "rewind: a session holding %lld tokens goes back to %lld only with a snapshot there",

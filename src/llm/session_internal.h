@@ -20,6 +20,7 @@ struct ember_session {
     llm_work work;   /* prefill_chunk rows */
     ember_stats *stats; /* decode-step timers by layer type; NULL: off */
     atomic_int cancel;  /* ember_session_cancel: set from any thread, taken by generate */
+    struct spark_ort *ort; /* the model's onnx backend: ONNX Runtime runs each token */
 };
 
 /* The cache format of a session's kv_type (ET_DTYPE_COUNT when invalid). */

@@ -1,14 +1,13 @@
 /* ember_export_onnx: the decode-step graph and the manifest that tells a
  * host (ember's own ONNX Runtime loop, or an app's) how to drive it. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/status.h"
 #include "ember_export.h"
+#include "io/write_file.h"
 #include "onnx/export_files.h"
 #include "onnx/spark_decode_graph.h"
 
@@ -133,19 +132,6 @@ static char *manifest_text(const spark_config *c, const spark_decode_layout *lay
     return text;
 }
 
-static ember_status write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f) return ember_fail(EMBER_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    size_t n = strlen(text);
-    int bad = fwrite(text, 1, n, f) != n || fputc('\n', f) == EOF;
-    if (fclose(f) != 0 || bad) {
-        remove(path);
-        return ember_fail(EMBER_ERR_IO, "%s: write failed", path);
-    }
-    return EMBER_OK;
-}
-
 ember_status ember_export_onnx(const ember_model *model, const char *dir,
                                const ember_export_params *params)
 {
@@ -154,16 +140,17 @@ ember_status ember_export_onnx(const ember_model *model, const char *dir,
     ember_export_params p = params ? *params : ember_export_default_params();
     spark_decode_layout lay;
     ember_status st = spark_decode_layout_of(&model->cfg, p.context, &lay);
+    if (!st) st = spark_decode_check_model(model);
     if (st) return st;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return ember_fail(EMBER_ERR_IO, "%s: cannot create the folder: %s", dir, strerror(errno));
     export_paths paths;
     if (export_paths_of(dir, &paths))
         return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
+    st = io_make_dirs(dir);
+    if (st) return st;
     char *manifest = manifest_text(&model->cfg, &lay);
     if (!manifest) return ember_fail(EMBER_ERR_NO_MEMORY, "export: cannot build the manifest");
     st = spark_decode_graph_write(model, &lay, paths.model, paths.data, EXPORT_DECODE_DATA);
-    if (!st) st = write_text(paths.manifest, manifest);
+    if (!st) st = io_write_file_atomic(paths.manifest, manifest, strlen(manifest));
     free(manifest);
     if (st) {
         remove(paths.model);

@@ -31,6 +31,15 @@ ember_status spark_decode_layout_of(const spark_config *c, int32_t context,
     return EMBER_OK;
 }
 
+ember_status spark_decode_check_model(const ember_model *m)
+{
+    if (m->params.gelu != EMBER_GELU_ERF)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "export: only the exact erf GELU is exported");
+    if (m->params.all_full_attention)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "export: all_full_attention is a benchmark mode");
+    return EMBER_OK;
+}
+
 /* The builder plus the shapes and shared constants every layer uses. */
 typedef struct step_ctx {
     og_graph *g;
@@ -258,10 +267,8 @@ ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_l
                                       const char *data_location)
 {
     const spark_config *c = &m->cfg;
-    if (m->params.gelu != EMBER_GELU_ERF)
-        return ember_fail(EMBER_ERR_UNSUPPORTED, "export: only the exact erf GELU is exported");
-    if (m->params.all_full_attention)
-        return ember_fail(EMBER_ERR_UNSUPPORTED, "export: all_full_attention is a benchmark mode");
+    ember_status st = spark_decode_check_model(m);
+    if (st) return st;
     step_ctx s = {0};
     s.m = m;
     s.c = c;
@@ -273,7 +280,7 @@ ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_l
     if (!s.tmp) return ember_fail(EMBER_ERR_NO_MEMORY, "export: cannot allocate a weight buffer");
     char name[64];
     snprintf(name, sizeof name, "spark_decode_ar1_cl%d", lay->context);
-    ember_status st = og_create(name, data_path, data_location, &s.g);
+    st = og_create(name, data_path, data_location, &s.g);
     if (st) {
         free(s.tmp);
         return st;

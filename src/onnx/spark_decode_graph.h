@@ -37,6 +37,10 @@ typedef struct spark_decode_layout {
 ember_status spark_decode_layout_of(const spark_config *c, int32_t context,
                                     spark_decode_layout *out);
 
+/* Fails (UNSUPPORTED) on model options the graph does not express: the
+ * tanh GELU, the all-full-attention benchmark mode. */
+ember_status spark_decode_check_model(const ember_model *m);
+
 /* Builds the graph and writes model_path plus its weights to data_path
  * (named data_location inside the model). */
 ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_layout *lay,

@@ -40,9 +40,7 @@ struct spark_ort {
 
 static const char *const type_key[SPARK_LAYER_TYPES] = {"sliding", "full"};
 
-/* Reads the context bucket from the manifest and checks that the exported
- * graph was made for a model with this config. */
-static ember_status read_manifest(const char *dir, const spark_config *c, int32_t *context)
+ember_status spark_ort_manifest(const spark_config *c, const char *dir, int32_t *context)
 {
     export_paths paths;
     if (export_paths_of(dir, &paths)) return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
@@ -164,7 +162,7 @@ ember_status spark_ort_open(const spark_config *c, const char *dir, const char *
 {
     *out = NULL;
     int32_t context = 0;
-    ember_status st = read_manifest(dir, c, &context);
+    ember_status st = spark_ort_manifest(c, dir, &context);
     if (st) return st;
     spark_ort *s = calloc(1, sizeof *s);
     if (!s) return ember_fail(EMBER_ERR_NO_MEMORY, "onnx backend: out of memory");

@@ -14,6 +14,10 @@
 
 typedef struct spark_ort spark_ort;
 
+/* Reads the context bucket of dir's decode graph from its manifest and
+ * checks the graph was exported for a model with config c (its layers). */
+ember_status spark_ort_manifest(const spark_config *c, const char *dir, int32_t *context);
+
 /* Opens dir (an `ember export onnx` folder for a model with config c) with
  * the ONNX Runtime library at ort_lib. threads: ORT's intra-op threads (0:
  * its choice). Fails when the manifest does not match c. */

@@ -99,5 +99,23 @@ else
   else fail onnx_runtime_parity_640_tokens "$out"; fi
   # a graph exported for a model of another shape is refused
   expect_error onnx_runtime_other_model "layers" "$PARITY" models/demo "$tmp/x" "$lib" 4
+  if [ -f models/demo/config.json ]; then
+    # the trained demo model: varied tokens, a 63-slot ring wrapped 3 times
+    "$EMBER" export onnx -m models/demo -o "$tmp/demo" --context 256 >/dev/null
+    out=$("$PARITY" models/demo "$tmp/demo" "$lib" 200 100 2>&1)
+    if [ $? -eq 0 ]; then pass onnx_runtime_parity_demo_200_tokens; echo "     $out"
+    else fail onnx_runtime_parity_demo_200_tokens "$out"; fi
+    # `ember generate --backend onnx:DIR`: the same greedy ids as the native step
+    gen() { "$EMBER" generate -m models/demo -p "The weather in Paris" -n 48 --greedy --print-ids "$@" 2>/dev/null; }
+    native=$(gen); onnx=$(gen --backend "onnx:$tmp/demo" --onnx-runtime "$lib")
+    if [ -n "$native" ] && [ "$native" = "$onnx" ]; then pass generate_backend_onnx_same_ids
+    else fail generate_backend_onnx_same_ids "native: $native" "onnx:   $onnx"; fi
+    expect_error generate_backend_other_model "layers" "$EMBER" generate -m models/tiny -p hi -n 2 \
+      --backend "onnx:$tmp/demo" --onnx-runtime "$lib"
+  fi
+  expect_error generate_backend_missing_runtime "cannot load" "$EMBER" generate -m models/tiny -p hi -n 2 \
+    --backend "onnx:$tmp/x" --onnx-runtime "$tmp/none.so"
 fi
+expect_error generate_backend_missing_dir "manifest.json" "$EMBER" generate -m models/tiny -p hi -n 2 --backend "onnx:$tmp/none"
+expect_error generate_backend_unknown "bad value 'gpu'" "$EMBER" generate -m models/tiny -p hi -n 2 --backend gpu
 exit $e2e_failed
