@@ -85,7 +85,7 @@ lib = _load()
 
 class ModelParams(Structure):
     _fields_ = [("gelu", c_int), ("weight_type", c_int), ("kernels", c_char_p),
-                ("all_full_attention", c_int)]
+                ("all_full_attention", c_int), ("backend", c_char_p), ("onnx_runtime", c_char_p)]
 
 
 class SessionParams(Structure):
