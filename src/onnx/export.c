@@ -19,8 +19,6 @@ ember_export_params ember_export_default_params(void)
     return p;
 }
 
-static const char *const type_key[SPARK_LAYER_TYPES] = {"sliding", "full"};
-
 static cJSON *io_entry(cJSON *list, const char *name, const char *type, int rank,
                        const int64_t *dims, const char *meaning)
 {
@@ -46,18 +44,18 @@ static void add_inputs(cJSON *in, const spark_config *c, const spark_decode_layo
             snprintf(meaning, sizeof meaning,
                      "cos of position * inv_freq[j] for j < %d, inv_freq[j] = %g^(-2j/%d), fp32 "
                      "product; the %s layers' NeoX rotate-half rotary table",
-                     lay->half[t], (double)c->rope[t].theta, c->rope[t].rot_dims, type_key[t]);
-            snprintf(name, sizeof name, "cos_%s", type_key[t]);
+                     lay->half[t], (double)c->rope[t].theta, c->rope[t].rot_dims, spark_decode_type_name(t));
+            snprintf(name, sizeof name, "cos_%s", spark_decode_type_name(t));
             io_entry(in, name, "float32", 2, rdims, meaning);
-            snprintf(name, sizeof name, "sin_%s", type_key[t]);
+            snprintf(name, sizeof name, "sin_%s", spark_decode_type_name(t));
             memcpy(meaning, "sin", 3);
             io_entry(in, name, "float32", 2, rdims, meaning);
         }
-        snprintf(name, sizeof name, "mask_%s", type_key[t]);
+        snprintf(name, sizeof name, "mask_%s", spark_decode_type_name(t));
         snprintf(meaning, sizeof meaning,
                  "additive mask over the %s caches' slots: 0 where the slot holds a key this "
                  "token sees, %g elsewhere (slots not yet written)",
-                 type_key[t], (double)SPARK_ONNX_MASK_OFF);
+                 spark_decode_type_name(t), (double)SPARK_ONNX_MASK_OFF);
         io_entry(in, name, "float32", 2, mdims, meaning);
     }
     for (int li = 0; li < c->n_layers; li++) {
@@ -68,11 +66,11 @@ static void add_inputs(cJSON *in, const spark_config *c, const spark_decode_layo
                                                : "position p in slot p";
         snprintf(name, sizeof name, "past_key_%d", li);
         snprintf(meaning, sizeof meaning, "layer %d (%s) rotated keys, transposed "
-                 "[kv_head][dim][slot]; %s", li, type_key[t], where);
+                 "[kv_head][dim][slot]; %s", li, spark_decode_type_name(t), where);
         io_entry(in, name, "float32", 3, kd, meaning);
         snprintf(name, sizeof name, "past_value_%d", li);
         snprintf(meaning, sizeof meaning, "layer %d (%s) values [kv_head][slot][dim]; %s", li,
-                 type_key[t], where);
+                 spark_decode_type_name(t), where);
         io_entry(in, name, "float32", 3, vd, meaning);
     }
 }
@@ -115,13 +113,13 @@ static char *manifest_text(const spark_config *c, const spark_decode_layout *lay
     for (int t = 0; t < SPARK_LAYER_TYPES; t++) {
         if (!lay->has_type[t]) continue;
         char key[32];
-        snprintf(key, sizeof key, "%s_slots", type_key[t]);
+        snprintf(key, sizeof key, "%s_slots", spark_decode_type_name(t));
         cJSON_AddNumberToObject(g, key, lay->slots[t]);
     }
     cJSON_AddNumberToObject(g, "sliding_window", c->sliding_window);
     cJSON_AddNumberToObject(g, "mask_off", SPARK_ONNX_MASK_OFF);
     for (int li = 0; li < c->n_layers; li++)
-        cJSON_AddItemToArray(types, cJSON_CreateString(type_key[c->layer_type[li]]));
+        cJSON_AddItemToArray(types, cJSON_CreateString(spark_decode_type_name(c->layer_type[li])));
     cJSON_AddItemToObject(g, "layer_types", types);
     add_inputs(in, c, lay);
     add_outputs(out, c);

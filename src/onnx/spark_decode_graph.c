@@ -10,27 +10,6 @@
 #define OPSET 17
 #define IR_VERSION 8 /* the newest Debian's onnx 1.12 checker accepts */
 
-static const char *const type_name[SPARK_LAYER_TYPES] = {"sliding", "full"};
-
-ember_status spark_decode_layout_of(const spark_config *c, int32_t context,
-                                    spark_decode_layout *out)
-{
-    if (context < 2 || context > c->max_positions)
-        return ember_fail(EMBER_ERR_INVALID_ARG,
-                          "export: context %d must be in [2, %d] (max_position_embeddings)",
-                          context, c->max_positions);
-    out->context = context;
-    for (int t = 0; t < SPARK_LAYER_TYPES; t++) {
-        out->has_type[t] = spark_config_count_layers(c, (spark_layer_type)t) > 0;
-        out->half[t] = c->rope[t].rot_dims / 2;
-    }
-    /* past entries a step may see: window-1 in a ring, or the whole bucket */
-    int32_t ring = c->sliding_window - 1;
-    out->slots[SPARK_FULL] = context - 1;
-    out->slots[SPARK_SLIDING] = ring < context - 1 ? ring : context - 1;
-    return EMBER_OK;
-}
-
 ember_status spark_decode_check_model(const ember_model *m)
 {
     if (m->params.gelu != EMBER_GELU_ERF)
@@ -222,12 +201,12 @@ static void declare_inputs(step_ctx *s)
         if (!lay->has_type[t]) continue;
         const int64_t rdims[2] = {1, lay->half[t]}, mdims[2] = {1, lay->slots[t]};
         if (lay->half[t] > 0) {
-            snprintf(nm, sizeof nm, "cos_%s", type_name[t]);
+            snprintf(nm, sizeof nm, "cos_%s", spark_decode_type_name(t));
             s->cos[t] = og_input(s->g, nm, OG_FLOAT, 2, rdims);
-            snprintf(nm, sizeof nm, "sin_%s", type_name[t]);
+            snprintf(nm, sizeof nm, "sin_%s", spark_decode_type_name(t));
             s->sin[t] = og_input(s->g, nm, OG_FLOAT, 2, rdims);
         }
-        snprintf(nm, sizeof nm, "mask_%s", type_name[t]);
+        snprintf(nm, sizeof nm, "mask_%s", spark_decode_type_name(t));
         s->mask[t] = og_input(s->g, nm, OG_FLOAT, 2, mdims);
     }
 }

@@ -11,8 +11,8 @@
  *    MatMuls; GQA by reshaping the query to [kv_heads, group, head_dim];
  *  - rotary cos/sin tables and additive masks as inputs, the token id int32;
  *  - RMSNorm as primitives, the exact erf GELU in the form QNN fuses.
- * spark_decode_layout() names every input and output; the exporter writes it
- * to the manifest and the ONNX Runtime host loop fills it. */
+ * spark_decode_layout.h sizes every input and output; the exporter writes
+ * them to the manifest and the ONNX Runtime host loop fills them. */
 #ifndef EMBER_ONNX_SPARK_DECODE_GRAPH_H
 #define EMBER_ONNX_SPARK_DECODE_GRAPH_H
 
@@ -20,22 +20,7 @@
 
 #include "ember.h"
 #include "llm/spark.h"
-
-/* What an additive mask holds for a slot the query must not see: finite, so
- * 16-bit activations and compilers that reject inf stay exact (exp of it
- * times the softmax scale underflows to 0 in f32 and f16). */
-#define SPARK_ONNX_MASK_OFF (-65504.0f)
-
-typedef struct spark_decode_layout {
-    int32_t context;                    /* the bucket: positions 0..context-1 */
-    int32_t slots[SPARK_LAYER_TYPES];   /* cache slots per layer of each type */
-    int32_t half[SPARK_LAYER_TYPES];    /* rotary table width: rot_dims / 2 */
-    int has_type[SPARK_LAYER_TYPES];
-} spark_decode_layout;
-
-/* Fails (EMBER_ERR_INVALID_ARG) on a context outside [2, max_positions]. */
-ember_status spark_decode_layout_of(const spark_config *c, int32_t context,
-                                    spark_decode_layout *out);
+#include "onnx/spark_decode_layout.h"
 
 /* Fails (UNSUPPORTED) on model options the graph does not express: the
  * tanh GELU, the all-full-attention benchmark mode. */

@@ -10,7 +10,7 @@
 #include "kernels/ops.h"
 #include "onnx/export_files.h"
 #include "onnx/ort_api.h"
-#include "onnx/spark_decode_graph.h"
+#include "onnx/spark_decode_layout.h"
 
 #define NAME_LEN 32
 
@@ -38,8 +38,6 @@ struct spark_ort {
     ort_tensor **inputs, **outputs;
 };
 
-static const char *const type_key[SPARK_LAYER_TYPES] = {"sliding", "full"};
-
 ember_status spark_ort_manifest(const spark_config *c, const char *dir, int32_t *context)
 {
     export_paths paths;
@@ -66,9 +64,9 @@ ember_status spark_ort_manifest(const spark_config *c, const char *dir, int32_t 
                         cJSON_GetArraySize(types), c->n_layers);
     for (int li = 0; !st && li < c->n_layers; li++) {
         const cJSON *t = cJSON_GetArrayItem(types, li);
-        if (!cJSON_IsString(t) || strcmp(t->valuestring, type_key[c->layer_type[li]]))
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, spark_decode_type_name(c->layer_type[li])))
             st = ember_fail(EMBER_ERR_FORMAT, "%s: layer %d is not %s as in the model",
-                            paths.manifest, li, type_key[c->layer_type[li]]);
+                            paths.manifest, li, spark_decode_type_name(c->layer_type[li]));
     }
     if (!st) *context = (int32_t)ctx->valuedouble;
     cJSON_Delete(root);
@@ -131,12 +129,12 @@ static ember_status bind_all(spark_ort *s)
         if (!s->lay.has_type[t]) continue;
         const int64_t rd[2] = {1, s->lay.half[t]}, md[2] = {1, s->lay.slots[t]};
         if (s->lay.half[t]) {
-            snprintf(name, sizeof name, "cos_%s", type_key[t]);
+            snprintf(name, sizeof name, "cos_%s", spark_decode_type_name(t));
             st = add_io(s, 0, name, s->cos[t], 2, rd, ORT_FLOAT);
-            snprintf(name, sizeof name, "sin_%s", type_key[t]);
+            snprintf(name, sizeof name, "sin_%s", spark_decode_type_name(t));
             if (!st) st = add_io(s, 0, name, s->sin[t], 2, rd, ORT_FLOAT);
         }
-        snprintf(name, sizeof name, "mask_%s", type_key[t]);
+        snprintf(name, sizeof name, "mask_%s", spark_decode_type_name(t));
         if (!st) st = add_io(s, 0, name, s->mask[t], 2, md, ORT_FLOAT);
     }
     const int64_t ld[2] = {1, c->vocab}, knd[3] = {KV, d, 1}, vnd[3] = {KV, 1, d};

@@ -110,6 +110,15 @@ else
     native=$(gen); onnx=$(gen --backend "onnx:$tmp/demo" --onnx-runtime "$lib")
     if [ -n "$native" ] && [ "$native" = "$onnx" ]; then pass generate_backend_onnx_same_ids
     else fail generate_backend_onnx_same_ids "native: $native" "onnx:   $onnx"; fi
+    # a bucket's end: a 40-position graph stops generation where a native
+    # session of max_context 40 does, with the same ids (5 prompt tokens, 35
+    # fed back, the 36th sampled from the last step's logits)
+    "$EMBER" export onnx -m models/demo -o "$tmp/demo40" --context 40 >/dev/null
+    ids() { "$EMBER" generate -m models/demo --ids 1,2,3,4,5 -n 60 --greedy --print-ids "$@" 2>/dev/null; }
+    native=$(ids --max-context 40); onnx=$(ids --backend "onnx:$tmp/demo40" --onnx-runtime "$lib")
+    n=$(tr ',' '\n' <<<"$onnx" | grep -c .)
+    if [ "$n" = 36 ] && [ "$native" = "$onnx" ]; then pass generate_backend_onnx_stops_at_bucket_end
+    else fail generate_backend_onnx_stops_at_bucket_end "$n ids" "native: $native" "onnx:   $onnx"; fi
     expect_error generate_backend_other_model "layers" "$EMBER" generate -m models/tiny -p hi -n 2 \
       --backend "onnx:$tmp/demo" --onnx-runtime "$lib"
   fi
