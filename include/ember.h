@@ -234,5 +234,6 @@ ember_status ember_session_bench_fill(ember_session *session, int32_t n_tokens);
 #include "ember_speech.h"
 #include "ember_stats.h"
 #include "ember_profile.h"
+#include "ember_export.h"
 
 #endif /* EMBER_H */
