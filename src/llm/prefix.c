@@ -5,6 +5,7 @@
 
 #include "base/status.h"
 #include "llm/session_internal.h"
+#include "onnx/spark_ort.h"
 
 /* Positions of a sliding layer visible at pos: the last window-1 (or fewer). */
 static int64_t ring_first(const kv_layer *L, int64_t pos)
@@ -20,7 +21,14 @@ static char *row_at(const kv_layer *L, void *base, int32_t g, int64_t p)
 ember_status llm_ring_snapshot_take(const ember_session *s, llm_ring_snapshot *out)
 {
     memset(out, 0, sizeof *out);
-    if (s->ort) return ember_fail(EMBER_ERR_UNSUPPORTED, "ring snapshot: not with the onnx backend");
+    if (s->ort) { /* the backend's rings as they lie: only its own rewind reads them */
+        out->pos = s->pos;
+        out->bytes = spark_ort_ring_bytes(s->ort);
+        if (out->bytes && !(out->rows = malloc(out->bytes)))
+            return ember_fail(EMBER_ERR_NO_MEMORY, "ring snapshot: cannot allocate %zu bytes", out->bytes);
+        if (out->bytes) spark_ort_ring_save(s->ort, out->rows);
+        return EMBER_OK;
+    }
     const kv_cache *kv = &s->kv;
     size_t bytes = 0;
     for (int32_t i = 0; i < kv->n_layers; i++) {
@@ -106,12 +114,14 @@ ember_status llm_session_resume(ember_session *dst, const ember_session *src, in
 
 ember_status llm_session_rewind(ember_session *s, int64_t n, const llm_ring_snapshot *snap)
 {
-    if (s && s->ort) return ember_fail(EMBER_ERR_UNSUPPORTED, "rewind: not with the onnx backend");
     if (!s || n < 0 || n > s->pos || (n < s->pos && (!snap || snap->pos != n)))
         return ember_fail(EMBER_ERR_INVALID_ARG,
                           "rewind: a session holding %lld tokens goes back to %lld only with a snapshot there",
                           s ? (long long)s->pos : 0LL, (long long)n);
-    if (n < s->pos) restore_rings(s, n, snap); /* full layers: rows 0..n are untouched */
+    if (s->ort) /* the backend's own caches; its snapshots are raw rings */
+        spark_ort_rewind(s->ort, (int32_t)n, n < s->pos ? snap->rows : NULL);
+    else if (n < s->pos)
+        restore_rings(s, n, snap); /* full layers: rows 0..n are untouched */
     s->pos = n;
     s->has_logits = 0;
     return EMBER_OK;

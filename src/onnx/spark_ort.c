@@ -220,11 +220,54 @@ void spark_ort_free(spark_ort *s)
     free(s);
 }
 
+/* Bytes of one sliding layer's K (or V) ring. */
+static size_t ring_bytes(const spark_ort *s)
+{
+    return (size_t)s->c.n_kv_heads * (size_t)s->c.head_dim * (size_t)s->lay.slots[SPARK_SLIDING] *
+           sizeof(float);
+}
+
+size_t spark_ort_ring_bytes(const spark_ort *s)
+{
+    return 2 * ring_bytes(s) * (size_t)spark_config_count_layers(&s->c, SPARK_SLIDING);
+}
+
+void spark_ort_ring_save(const spark_ort *s, void *dst)
+{
+    char *p = dst;
+    for (int li = 0; li < s->c.n_layers; li++)
+        if (s->c.layer_type[li] == SPARK_SLIDING) {
+            memcpy(p, s->layers[li].k, ring_bytes(s));
+            memcpy(p + ring_bytes(s), s->layers[li].v, ring_bytes(s));
+            p += 2 * ring_bytes(s);
+        }
+}
+
+/* Masks: a slot is open when it holds one of the positions before pos. */
+static void set_masks(spark_ort *s, int32_t pos)
+{
+    for (int t = 0; t < SPARK_LAYER_TYPES; t++)
+        for (int32_t j = 0; j < s->lay.slots[t]; j++) s->mask[t][j] = j < pos ? 0.0f : SPARK_ONNX_MASK_OFF;
+}
+
+void spark_ort_rewind(spark_ort *s, int32_t pos, const void *rings)
+{
+    const char *p = rings;
+    for (int li = 0; p && li < s->c.n_layers; li++)
+        if (s->c.layer_type[li] == SPARK_SLIDING) {
+            memcpy(s->layers[li].k, p, ring_bytes(s));
+            memcpy(s->layers[li].v, p + ring_bytes(s), ring_bytes(s));
+            p += 2 * ring_bytes(s);
+        }
+    /* full layers' rows before pos were never overwritten */
+    set_masks(s, pos);
+    s->pos = pos;
+}
+
 void spark_ort_reset(spark_ort *s)
 {
     s->pos = 0;
-    for (int t = 0; t < SPARK_LAYER_TYPES; t++)
-        for (int32_t j = 0; j < s->lay.slots[t]; j++) s->mask[t][j] = SPARK_ONNX_MASK_OFF;
+    set_masks(s, 0);
 }
 
 /* Writes the step's new key and value of every layer into position pos's

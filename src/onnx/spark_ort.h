@@ -30,6 +30,14 @@ void spark_ort_free(spark_ort *s);
  * end. */
 ember_status spark_ort_step(spark_ort *s, int32_t id, const float **logits);
 
+/* The sliding layers' rings as they lie (spark_ort_ring_bytes bytes), and
+ * back: what a conversation keeps to return to an earlier position
+ * (llm/prefix.h). spark_ort_rewind takes s back to position pos (at most
+ * its position) with rings saved at pos (NULL when pos is the position). */
+size_t spark_ort_ring_bytes(const spark_ort *s);
+void spark_ort_ring_save(const spark_ort *s, void *dst);
+void spark_ort_rewind(spark_ort *s, int32_t pos, const void *rings);
+
 /* Forgets every token (caches masked again). */
 void spark_ort_reset(spark_ort *s);
 

@@ -95,7 +95,7 @@ elif ! lib=$(tests/onnx/install.sh 2>"$tmp/install.err"); then
   echo "SKIP onnx_runtime_parity ($(cat "$tmp/install.err"))"
 else
   out=$("$PARITY" models/tiny "$tmp/x" "$lib" 640 100 2>&1)
-  if [ $? -eq 0 ]; then pass onnx_runtime_parity_640_tokens; echo "     $out"
+  if [ $? -eq 0 ]; then pass onnx_runtime_parity_640_tokens; sed "s/^/     /" <<<"$out"
   else fail onnx_runtime_parity_640_tokens "$out"; fi
   # a graph exported for a model of another shape is refused
   expect_error onnx_runtime_other_model "layers" "$PARITY" models/demo "$tmp/x" "$lib" 4
@@ -103,13 +103,20 @@ else
     # the trained demo model: varied tokens, a 63-slot ring wrapped 3 times
     "$EMBER" export onnx -m models/demo -o "$tmp/demo" --context 256 >/dev/null
     out=$("$PARITY" models/demo "$tmp/demo" "$lib" 200 100 2>&1)
-    if [ $? -eq 0 ]; then pass onnx_runtime_parity_demo_200_tokens; echo "     $out"
+    if [ $? -eq 0 ]; then pass onnx_runtime_parity_demo_200_tokens; sed "s/^/     /" <<<"$out"
     else fail onnx_runtime_parity_demo_200_tokens "$out"; fi
     # `ember generate --backend onnx:DIR`: the same greedy ids as the native step
     gen() { "$EMBER" generate -m models/demo -p "The weather in Paris" -n 48 --greedy --print-ids "$@" 2>/dev/null; }
     native=$(gen); onnx=$(gen --backend "onnx:$tmp/demo" --onnx-runtime "$lib")
     if [ -n "$native" ] && [ "$native" = "$onnx" ]; then pass generate_backend_onnx_same_ids
     else fail generate_backend_onnx_same_ids "native: $native" "onnx:   $onnx"; fi
+    # `ember chat --backend onnx:DIR`: three turns (the conversation reuses its
+    # cache and ring snapshots) print what the native chat prints
+    chat() { printf 'Hello there\nWhat is the weather in Paris?\nThanks\n' |
+             "$EMBER" chat -m models/demo "$@" 2>/dev/null | grep -v '^\['; }
+    native=$(chat); onnx=$(chat --backend "onnx:$tmp/demo" --onnx-runtime "$lib")
+    if grep -q get_weather <<<"$native" && [ "$native" = "$onnx" ]; then pass chat_backend_onnx_same_replies
+    else fail chat_backend_onnx_same_replies "native: $native" "onnx:   $onnx"; fi
     # a bucket's end: a 40-position graph stops generation where a native
     # session of max_context 40 does, with the same ids (5 prompt tokens, 35
     # fed back, the 36th sampled from the last step's logits)

@@ -4,13 +4,21 @@
  *
  *   onnx_parity MODEL_DIR EXPORT_DIR LIBONNXRUNTIME N [MIN_SNR_DB]
  *
+ * Then the same ids through a session whose model has the onnx backend
+ * (ember_model_params.backend): a ring snapshot taken after the sliding
+ * rings wrapped, a rewind to it from further on, and the tokens fed again
+ * must give the first pass's logits bit for bit (what a conversation does).
+ *
  * Prints one summary line (and the worst positions); exits 1 when a
- * position falls below MIN_SNR_DB (default 100) or an argmax differs. */
+ * position falls below MIN_SNR_DB (default 100), an argmax differs or the
+ * rewind does not reproduce the logits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ember.h"
+#include "llm/prefix.h"
 #include "llm/spark.h"
 #include "onnx/spark_ort.h"
 
@@ -30,6 +38,50 @@ static int32_t argmax(const float *x, int32_t n)
     for (int32_t i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
+}
+
+/* Feeds ids [from, to) and copies the last logits into out. */
+static ember_status feed(ember_session *s, const int32_t *ids, int32_t from, int32_t to, float *out,
+                         int32_t vocab)
+{
+    ember_status st = ember_session_prefill(s, ids + from, (size_t)(to - from));
+    if (!st) memcpy(out, ember_session_logits(s), (size_t)vocab * sizeof *out);
+    return st;
+}
+
+/* The rewind check on the onnx backend; returns 0 when it holds. */
+static int rewind_check(const char *model_dir, const char *export_dir, const char *lib,
+                        const int32_t *ids, int32_t n, int32_t vocab)
+{
+    ember_model_params mp = ember_model_default_params();
+    char backend[4200];
+    snprintf(backend, sizeof backend, "onnx:%s", export_dir);
+    mp.backend = backend;
+    mp.onnx_runtime = lib;
+    ember_model *m = NULL;
+    ember_session *s = NULL;
+    ember_session_params sp = ember_session_default_params();
+    sp.n_threads = 1;
+    llm_ring_snapshot snap = {0};
+    const int32_t mark = n / 3, end = 2 * n / 3;
+    float *first = malloc((size_t)vocab * sizeof *first), *again = malloc((size_t)vocab * sizeof *again);
+    ember_status st = first && again ? ember_model_load(model_dir, &mp, &m) : EMBER_ERR_NO_MEMORY;
+    if (!st) st = ember_session_create(m, &sp, &s);
+    if (!st) st = feed(s, ids, 0, mark, again, vocab);
+    if (!st) st = llm_ring_snapshot_take(s, &snap);
+    if (!st) st = feed(s, ids, mark, end, first, vocab);
+    if (!st) st = llm_session_rewind(s, mark, &snap);
+    if (!st) st = feed(s, ids, mark, end, again, vocab);
+    int same = !st && !memcmp(first, again, (size_t)vocab * sizeof *first);
+    if (st) fprintf(stderr, "onnx_parity: rewind: %s\n", ember_last_error());
+    printf("onnx_parity: onnx backend rewound from %d to %d and fed again: logits %s\n", end, mark,
+           same ? "identical" : "DIFFER");
+    llm_ring_snapshot_free(&snap);
+    ember_session_free(s);
+    ember_model_free(m);
+    free(first);
+    free(again);
+    return !same;
 }
 
 int main(int argc, char **argv)
@@ -60,13 +112,15 @@ int main(int argc, char **argv)
         return 1;
     }
     const int32_t vocab = ember_model_vocab_size(model);
+    int32_t *fed = malloc((size_t)n * sizeof *fed);
     int32_t token = model->cfg.bos_id >= 0 ? model->cfg.bos_id : 0;
     double worst = 1e9, sum = 0;
     int32_t worst_pos = -1, mismatches = 0, first_mismatch = -1;
     int failed = 0;
     for (int32_t pos = 0; pos < n && !failed; pos++) {
         const float *ours;
-        if (ember_session_decode(sess, token) != EMBER_OK || spark_ort_step(ort, token, &ours) != EMBER_OK) {
+        if (fed) fed[pos] = token;
+        if (!fed || ember_session_decode(sess, token) != EMBER_OK || spark_ort_step(ort, token, &ours) != EMBER_OK) {
             fprintf(stderr, "onnx_parity: position %d: %s\n", pos, ember_last_error());
             failed = 1;
             break;
@@ -87,6 +141,8 @@ int main(int argc, char **argv)
            n, model->cfg.sliding_window - 1, model->cfg.sliding_window - 1,
            spark_ort_runtime_version(ort), worst, worst_pos, sum / (n > 0 ? n : 1), n - mismatches, n);
     if (mismatches) printf("onnx_parity: first argmax difference at position %d\n", first_mismatch);
+    if (!failed && n >= 3) failed = rewind_check(argv[1], argv[2], argv[3], fed, n, vocab);
+    free(fed);
     ember_session_free(sess);
     spark_ort_free(ort);
     ember_model_free(model);
