@@ -122,7 +122,7 @@ typedef struct ember_model_params {
                                with ember's host loop (caches, masks, rotary
                                tables) around it. Sessions then cap max_context
                                at the graph's context bucket; batched decoding
-                               and prefix snapshots are not available */
+                               (the server) is not available */
     const char *onnx_runtime; /* the libonnxruntime to load for "onnx:DIR"
                                (NULL: "libonnxruntime.so.1" on the loader's
                                search path) */
