@@ -14,7 +14,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wpointer-arith -Wvla -Wformat=2
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fno-math-errno $(WARN) -Iinclude -Isrc -MMD -MP
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lsoxr -lfftw3f -lm -lpthread
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lsoxr -lfftw3f -lprotobuf-c -lm -lpthread -ldl
 
 # The shared library's version: SONAME libember.so.$(ABI_MAJOR). Bump
 # ABI_MAJOR when a change breaks callers (see lib/ember.symbols).
@@ -34,7 +34,7 @@ TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_UTIL := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/gen/onnx/onnx.pb-c.o
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TESTU_OBJ := $(TEST_UTIL:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -45,7 +45,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 .SECONDARY:
 all: $(BUILD)/ember $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME) examples
 lib: $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME)
-tests: $(TEST_BIN)
+tests: $(TEST_BIN) $(BUILD)/tests/onnx_parity
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -63,6 +63,25 @@ $(BUILD)/pic/src/%.o: src/%.c
 # one that reads them) is rebuilt when one of them changes.
 UI_FILES := $(sort $(wildcard src/serve/ui/*))
 $(BUILD)/pic/src/serve/ui_assets.o build-fuzz/src/serve/ui_assets.o: $(UI_FILES)
+
+# ONNX's message types in C, generated at build time by protoc-c from the
+# onnx.proto Debian ships (libonnx-dev; python3-onnx carries the same file):
+# src/onnx/ writes and reads models through them. Generated code is compiled
+# without -Werror (it is not ours to fix) but with the library's other flags.
+ONNX_PROTO ?= $(firstword $(wildcard /usr/include/onnx/onnx.proto /usr/lib/python3/dist-packages/onnx/onnx.proto))
+GEN_CFLAGS := $(filter-out -Werror -Wmissing-prototypes -Wstrict-prototypes,$(CFLAGS))
+$(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h: $(ONNX_PROTO)
+	@test -n "$(ONNX_PROTO)" || { echo "onnx.proto not found: run scripts/setup.sh (libonnx-dev)" >&2; exit 1; }
+	@mkdir -p $(BUILD)/gen/onnx
+	cp $(ONNX_PROTO) $(BUILD)/gen/onnx/onnx.proto
+	cd $(BUILD)/gen/onnx && protoc-c --c_out=. onnx.proto
+$(BUILD)/pic/gen/onnx/onnx.pb-c.o: $(BUILD)/gen/onnx/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GEN_CFLAGS) -fPIC -I$(BUILD)/gen/onnx -c $< -o $@
+$(BUILD)/pic/src/onnx/%.o: CFLAGS += -I$(BUILD)/gen/onnx
+$(filter $(BUILD)/pic/src/onnx/%,$(LIB_OBJ)): | $(BUILD)/gen/onnx/onnx.pb-c.h
+$(BUILD)/tests/unit/test_onnx.o: CFLAGS += -I$(BUILD)/gen/onnx
+$(BUILD)/tests/unit/test_onnx.o: | $(BUILD)/gen/onnx/onnx.pb-c.h
 
 $(BUILD)/libember.a: $(LIB_OBJ)
 	@rm -f $@
@@ -90,7 +109,7 @@ examples: $(EXAMPLE_BIN)
 # shared CLI files they use: compiled here with include/ (and tools/ for
 # cli_public.h) only, so one that includes a src/ header (or cli.h, which
 # does) fails `make public-check` (run by tests/e2e/public_cli.sh).
-PUBLIC_CLI := tools/ember.c tools/cmd_generate.c tools/cmd_chat.c tools/cmd_quantize.c tools/cmd_decode_codes.c tools/cmd_tts.c tools/cmd_tts_codes.c tools/cli_tts.c tools/cmd_voice.c tools/cmd_tokenize.c tools/cmd_template.c tools/cmd_probe.c tools/cli_sampling.c tools/cli_profile.c tools/cli_common.c tools/cli_stats.c tools/cli_measure.c
+PUBLIC_CLI := tools/ember.c tools/cmd_generate.c tools/cmd_chat.c tools/cmd_quantize.c tools/cmd_decode_codes.c tools/cmd_tts.c tools/cmd_tts_codes.c tools/cli_tts.c tools/cmd_voice.c tools/cmd_tokenize.c tools/cmd_template.c tools/cmd_probe.c tools/cli_sampling.c tools/cli_profile.c tools/cli_common.c tools/cli_stats.c tools/cli_measure.c tools/cmd_export.c
 PUBLIC_CLI_CFLAGS := -std=c11 -D_GNU_SOURCE -fsyntax-only $(WARN) -Iinclude
 public-check:
 	@for f in $(PUBLIC_CLI); do \
@@ -125,6 +144,12 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TESTU_OBJ) $(BUILD)/libember.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The exported ONNX decode step through ONNX Runtime against the native step
+# (tests/e2e/onnx.sh runs it with the library tests/onnx/install.sh fetches).
+$(BUILD)/tests/onnx_parity: $(BUILD)/tests/onnx/onnx_parity.o $(BUILD)/libember.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # Benchmarks print JSON; e.g. `make bench && build/bench/kernels`.
 bench: $(BENCH_BIN)
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libember.a
@@ -137,7 +162,12 @@ FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fno-sanitize-recover=all
 FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP
-FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/%.o)
+FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/%.o) build-fuzz/gen/onnx/onnx.pb-c.o
+build-fuzz/gen/onnx/onnx.pb-c.o: build/gen/onnx/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -Ibuild/gen/onnx -c $< -o $@
+build-fuzz/src/onnx/%.o: FUZZ_LIB_CFLAGS += -Ibuild/gen/onnx
+$(filter build-fuzz/src/onnx/%,$(FUZZ_OBJ)): | build/gen/onnx/onnx.pb-c.h
 fuzz: $(FUZZ_BIN)
 build-fuzz/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     *) sed -n '2,20p' "$0" >&2; exit 2 ;;
   esac
 done
-ldlibs="-lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lsoxr -lfftw3f -lm -lpthread"
+ldlibs="-lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lsoxr -lfftw3f -lprotobuf-c -lm -lpthread -ldl"
 mkdir -p "$work"
 
 # side NAME REV CFLAGS: $work/NAME.o, that revision's whole library plus

@@ -115,6 +115,17 @@ typedef struct ember_model_params {
                                cannot run it) */
     int all_full_attention; /* benchmarking only: run every layer as full
                                attention (the flat-cache baseline) */
+    const char *backend;    /* NULL or "cpu": ember's kernels run every step;
+                               "onnx:DIR": sessions run each token through the
+                               decode-step graph `ember export onnx` wrote to DIR
+                               (ember_export.h), on ONNX Runtime's CPU provider,
+                               with ember's host loop (caches, masks, rotary
+                               tables) around it. Sessions then cap max_context
+                               at the graph's context bucket; batched decoding
+                               (the server) is not available */
+    const char *onnx_runtime; /* the libonnxruntime to load for "onnx:DIR"
+                               (NULL: "libonnxruntime.so.1" on the loader's
+                               search path) */
 } ember_model_params;
 
 typedef struct ember_model ember_model;
@@ -223,5 +234,6 @@ ember_status ember_session_bench_fill(ember_session *session, int32_t n_tokens);
 #include "ember_speech.h"
 #include "ember_stats.h"
 #include "ember_profile.h"
+#include "ember_export.h"
 
 #endif /* EMBER_H */

@@ -23,6 +23,10 @@ packages=(
   qemu-user              # ... run under qemu-aarch64
   sox                    # tests read back the WAV files `ember tts` writes (soxi)
   chromium               # tests/e2e/ui.sh: the browser the UI tests drive (puppeteer-core, over CDP)
+  protobuf-c-compiler    # ONNX export: protoc-c generates C for onnx.proto at build time
+  libprotobuf-c-dev      # ... and its runtime library
+  libonnx-dev            # ... onnx.proto itself (/usr/include/onnx)
+  python3-onnx           # tests/e2e/onnx.sh: onnx.checker on the exported graphs
 )
 
 # Node.js and npm run the transformers.js comparisons (tests/js); many

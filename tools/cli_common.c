@@ -14,7 +14,11 @@ const char cli_common_usage[] =
     "  --kernels scalar|avx2|avx512|neon  force a kernel set (default: the best this CPU runs)\n"
     "  --gelu erf|tanh                  MLP GELU form (default erf, the model's own)\n"
     "  --chunk N                        prefill chunk in tokens (default 64)\n"
-    "  --kv-type f32|f16|q8_0           KV cache format (default f32)\n";
+    "  --kv-type f32|f16|q8_0           KV cache format (default f32)\n"
+    "  --backend cpu|onnx:DIR           who runs each step: ember's kernels (default), or the\n"
+    "                                   graph `ember export onnx` wrote to DIR on ONNX Runtime\n"
+    "  --onnx-runtime PATH              the libonnxruntime.so for onnx:DIR (default:\n"
+    "                                   $EMBER_ONNXRUNTIME, else the loader's search path)\n";
 
 static const struct {
     const char *name;
@@ -64,6 +68,12 @@ int cli_common_option(int c, const char *arg, const char *cmd, ember_model_param
         else bad = 1;
         break;
     case CLI_OPT_CHUNK: bad = cli_parse_int(arg, 1, 65536, &sp->prefill_chunk); break;
+    case CLI_OPT_BACKEND:
+        mp->backend = arg;
+        if (!mp->onnx_runtime) mp->onnx_runtime = getenv("EMBER_ONNXRUNTIME");
+        bad = strcmp(arg, "cpu") && strncmp(arg, "onnx:", 5);
+        break;
+    case CLI_OPT_ONNX_RUNTIME: mp->onnx_runtime = arg; break;
     case CLI_OPT_KV_TYPE:
         bad = cli_parse_type(arg, &sp->kv_type) || sp->kv_type == EMBER_TYPE_BF16 ||
               sp->kv_type == EMBER_TYPE_Q4_0;

@@ -27,6 +27,7 @@ int cmd_tts(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_voice(int argc, char **argv); /* the Base speaker encoder on a recording */
 int cmd_serve(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_bench_tts(int argc, char **argv); /* `bench tts-codes`, called by cmd_bench */
 int cmd_bench_speech(int argc, char **argv); /* `bench tts` */
 /* `tts-codes --golden FILE` (parity_tts.c): greedy frames and teacher-forced
@@ -51,7 +52,9 @@ enum {
     CLI_OPT_KERNELS,
     CLI_OPT_GELU,
     CLI_OPT_CHUNK,
-    CLI_OPT_KV_TYPE
+    CLI_OPT_KV_TYPE,
+    CLI_OPT_BACKEND,
+    CLI_OPT_ONNX_RUNTIME
 };
 #define CLI_COMMON_OPTIONS                                                                 \
     {"dtype", required_argument, 0, CLI_OPT_DTYPE},                                       \
@@ -59,7 +62,9 @@ enum {
         {"kernels", required_argument, 0, CLI_OPT_KERNELS},                               \
         {"gelu", required_argument, 0, CLI_OPT_GELU},                                     \
         {"chunk", required_argument, 0, CLI_OPT_CHUNK},                                   \
-        {"kv-type", required_argument, 0, CLI_OPT_KV_TYPE}
+        {"kv-type", required_argument, 0, CLI_OPT_KV_TYPE},                               \
+        {"backend", required_argument, 0, CLI_OPT_BACKEND},                               \
+        {"onnx-runtime", required_argument, 0, CLI_OPT_ONNX_RUNTIME}
 extern const char cli_common_usage[];
 /* "f32", "f16", "bf16", "q8_0", "q4_0" -> the type; -1 for anything else. */
 int cli_parse_type(const char *arg, ember_type *out);

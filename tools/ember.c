@@ -90,6 +90,9 @@ static const struct {
     {"serve", cmd_serve,
      "-m DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-seqs N]\n"
      "an OpenAI-compatible server: /v1/chat/completions, /v1/completions, ..."},
+    {"export", cmd_export,
+     "onnx -m DIR -o OUT [--context 1024]   the decode step as an ONNX graph + manifest\n"
+     "onnx --check OUT   audit exported graphs for NPU compilers (QNN HTP)"},
     {"probe", cmd_probe, "[--json] [--root DIR] [--derive MODEL_DIR]   hardware profile and derived settings"},
 };
 

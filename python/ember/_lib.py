@@ -85,7 +85,7 @@ lib = _load()
 
 class ModelParams(Structure):
     _fields_ = [("gelu", c_int), ("weight_type", c_int), ("kernels", c_char_p),
-                ("all_full_attention", c_int)]
+                ("all_full_attention", c_int), ("backend", c_char_p), ("onnx_runtime", c_char_p)]
 
 
 class SessionParams(Structure):
@@ -155,7 +155,8 @@ class SpeechRequest(Structure):
                 ("text_ids", POINTER(c_int32)), ("n_text_ids", c_size_t),
                 ("streaming_text", c_int), ("temperature", c_float), ("top_k", c_int32),
                 ("top_p", c_float), ("repetition_penalty", c_float), ("stats", c_void_p),
-                ("instruct", c_char_p), ("xvector", POINTER(c_float)), ("n_xvector", c_int32)]
+                ("instruct", c_char_p), ("xvector", POINTER(c_float)), ("n_xvector", c_int32),
+                ("voice", c_void_p)]
 
 
 class SpeechChunk(Structure):

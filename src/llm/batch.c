@@ -36,6 +36,8 @@ ember_status llm_batch_create(const ember_model *model, int32_t max_rows, int n_
     if (!model) return ember_fail(EMBER_ERR_INVALID_ARG, "llm_batch_create: model is NULL");
     if (max_rows < 1 || max_rows > 4096)
         return ember_fail(EMBER_ERR_INVALID_ARG, "batch rows %d must be in [1, 4096]", max_rows);
+    if (model->onnx)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "batched decoding is not available with the onnx backend");
     if (n_threads < 0 || n_threads > 1024)
         return ember_fail(EMBER_ERR_INVALID_ARG, "n_threads %d must be in [0, 1024]", n_threads);
     if (n_threads == 0) n_threads = pool_cpu_count();

@@ -5,6 +5,7 @@
 
 #include "base/status.h"
 #include "llm/session_internal.h"
+#include "onnx/spark_ort.h"
 
 /* Positions of a sliding layer visible at pos: the last window-1 (or fewer). */
 static int64_t ring_first(const kv_layer *L, int64_t pos)
@@ -31,6 +32,14 @@ size_t llm_ring_snapshot_bytes(const ember_session *s, int64_t pos)
 ember_status llm_ring_snapshot_take(const ember_session *s, llm_ring_snapshot *out)
 {
     memset(out, 0, sizeof *out);
+    if (s->ort) { /* the backend's rings as they lie: only its own rewind reads them */
+        out->pos = s->pos;
+        out->bytes = spark_ort_ring_bytes(s->ort);
+        if (out->bytes && !(out->rows = malloc(out->bytes)))
+            return ember_fail(EMBER_ERR_NO_MEMORY, "ring snapshot: cannot allocate %zu bytes", out->bytes);
+        if (out->bytes) spark_ort_ring_save(s->ort, out->rows);
+        return EMBER_OK;
+    }
     const kv_cache *kv = &s->kv;
     size_t bytes = llm_ring_snapshot_bytes(s, s->pos);
     out->pos = s->pos;
@@ -80,6 +89,7 @@ ember_status llm_session_resume(ember_session *dst, const ember_session *src, in
 {
     if (!dst || !src || dst->m != src->m || dst->pos != 0 || dst->kv.layers[0].type != src->kv.layers[0].type)
         return ember_fail(EMBER_ERR_INVALID_ARG, "resume: needs an empty session of the same model and KV format");
+    if (src->ort) return ember_fail(EMBER_ERR_UNSUPPORTED, "resume: not with the onnx backend");
     if (n < 1 || n > src->pos || n >= dst->p.max_context || (n < src->pos && (!snap || snap->pos != n)))
         return ember_fail(EMBER_ERR_INVALID_ARG,
                           "resume: %lld tokens from a session holding %lld into max_context %d%s",
@@ -113,7 +123,10 @@ ember_status llm_session_rewind(ember_session *s, int64_t n, const llm_ring_snap
         return ember_fail(EMBER_ERR_INVALID_ARG,
                           "rewind: a session holding %lld tokens goes back to %lld only with a snapshot there",
                           s ? (long long)s->pos : 0LL, (long long)n);
-    if (n < s->pos) llm_ring_snapshot_restore(s, snap); /* full layers: rows 0..n are untouched */
+    if (s->ort) /* the backend's own caches; its snapshots are raw rings */
+        spark_ort_rewind(s->ort, (int32_t)n, n < s->pos ? snap->rows : NULL);
+    else if (n < s->pos)
+        llm_ring_snapshot_restore(s, snap); /* full layers: rows 0..n are untouched */
     s->pos = n;
     llm_session_drop_marks(s, n);
     s->has_logits = 0;

@@ -13,6 +13,8 @@
 #include "nn/kv.h"
 #include "llm/session_internal.h"
 #include "llm/spark.h"
+#include "onnx/backend.h"
+#include "onnx/spark_ort.h"
 
 et_dtype session_kv_dtype(ember_type t)
 {
@@ -56,7 +58,12 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
     ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
     kv_shape shape;
     spark_kv_shape(&model->cfg, &shape);
-    if (!st) st = kv_cache_init(&s->kv, &shape, p.max_context, session_kv_dtype(p.kv_type));
+    if (!st && model->onnx) {
+        /* the exported graph holds its own caches: positions up to its bucket */
+        if (p.max_context > model->onnx->context) s->p.max_context = p.max_context = model->onnx->context;
+        st = spark_ort_open(&model->cfg, model->onnx->dir, model->onnx->runtime, p.n_threads, &s->ort);
+    }
+    if (!st) st = kv_cache_init(&s->kv, &shape, s->ort ? 1 : p.max_context, session_kv_dtype(p.kv_type));
     if (!st) st = llm_work_init(&s->work, model, &s->exec, p.prefill_chunk);
     if (!st && !(s->logits = malloc((size_t)model->cfg.vocab * sizeof *s->logits)))
         st = ember_fail(EMBER_ERR_NO_MEMORY, "session logits: cannot allocate %zu bytes",
@@ -74,6 +81,7 @@ void ember_session_free(ember_session *session)
     if (!session) return;
     llm_session_drop_marks(session, -1);
     pool_free(session->exec.pool);
+    spark_ort_free(session->ort);
     kv_cache_free(&session->kv);
     llm_work_free(&session->work);
     free(session->logits);
@@ -128,6 +136,24 @@ void session_forward(ember_session *s, llm_work *w, const int32_t *ids, size_t n
     }
 }
 
+/* The onnx backend: one exported decode step per token (no prefill graph
+ * yet), the last one's logits kept. */
+static ember_status ort_forward(ember_session *s, const int32_t *ids, size_t n_ids)
+{
+    const float *logits = NULL;
+    for (size_t i = 0; i < n_ids; i++) {
+        ember_status st = spark_ort_step(s->ort, ids[i], &logits);
+        if (st) {
+            s->has_logits = 0;
+            return st;
+        }
+        s->pos++;
+    }
+    memcpy(s->logits, logits, (size_t)s->m->cfg.vocab * sizeof *s->logits);
+    s->has_logits = 1;
+    return EMBER_OK;
+}
+
 ember_status session_check_input(const ember_session *s, const int32_t *ids, size_t n_ids,
                                  const char *what)
 {
@@ -151,6 +177,7 @@ ember_status ember_session_prefill(ember_session *s, const int32_t *ids, size_t 
      * the session as it was. */
     ember_status st = session_check_input(s, ids, n_ids, "ember_session_prefill");
     if (st) return st;
+    if (s->ort) return ort_forward(s, ids, n_ids);
     session_forward(s, &s->work, ids, n_ids);
     return EMBER_OK;
 }
@@ -173,6 +200,7 @@ void ember_session_reset(ember_session *s)
     s->pos = 0;
     s->has_logits = 0;
     llm_session_drop_marks(s, -1);
+    if (s->ort) spark_ort_reset(s->ort);
 }
 
 size_t ember_session_cache_bytes(const ember_session *s) { return s ? s->kv.bytes : 0; }
@@ -199,6 +227,7 @@ ember_status ember_session_bench_fill(ember_session *s, int32_t n_tokens)
     if (!s || n_tokens < 0 || n_tokens > s->p.max_context)
         return ember_fail(EMBER_ERR_INVALID_ARG, "bench_fill: %d tokens do not fit max_context",
                           n_tokens);
+    if (s->ort) return ember_fail(EMBER_ERR_UNSUPPORTED, "bench_fill: not with the onnx backend");
     /* Rows of unit-scale values, written through the cache's own format so
      * a quantized cache holds valid blocks. */
     const int32_t d = s->kv.head_dim, kv = s->kv.kv_heads;

@@ -24,6 +24,7 @@ struct ember_session {
     /* ember_session_mark: the rings at earlier positions, increasing */
     llm_ring_snapshot marks[LLM_SESSION_MAX_MARKS];
     size_t n_marks;
+    struct spark_ort *ort; /* the model's onnx backend: ONNX Runtime runs each token */
 };
 
 /* The cache format of a session's kv_type (ET_DTYPE_COUNT when invalid). */

@@ -32,6 +32,7 @@ struct ember_model {
     const ek_kernel_set *kernels;
     void **converted;  /* matrices converted at load (weight_type), owned */
     size_t n_converted;
+    struct onnx_backend *onnx; /* params.backend "onnx:DIR"; NULL: ember's kernels */
 };
 
 #endif

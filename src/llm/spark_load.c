@@ -10,6 +10,7 @@
 #include "llm/spark.h"
 #include "llm/spark_gguf.h"
 #include "nn/weights.h"
+#include "onnx/backend.h"
 
 /* The sizes a tensor dimension can be bound to. */
 typedef enum dim {
@@ -198,6 +199,8 @@ ember_status ember_model_load(const char *dir, const ember_model_params *params,
     }
     m->params.kernels = NULL; /* the caller's string need not outlive the call */
     ember_status st = load_into(m, dir);
+    if (!st) st = onnx_backend_open(&m->cfg, m->params.backend, m->params.onnx_runtime, &m->onnx);
+    m->params.backend = m->params.onnx_runtime = NULL; /* copied into m->onnx */
     if (st) {
         ember_model_free(m);
         return st;
@@ -210,6 +213,7 @@ void ember_model_free(ember_model *model)
 {
     if (!model) return;
     ck_close(model->ck);
+    onnx_backend_free(model->onnx);
     for (size_t i = 0; i < model->n_converted; i++) free(model->converted[i]);
     free(model->converted);
     free(model->vectors);

@@ -119,6 +119,8 @@ ember_status llm_state_save(const ember_session *s, const int32_t *tokens, const
 {
     if (!s || !path || (!tokens && s->pos) || (!snaps && n_snaps) || (!app && app_bytes))
         return ember_fail(EMBER_ERR_INVALID_ARG, "save: a NULL argument");
+    if (s->ort) /* its caches live in ONNX Runtime's tensors, not in s->kv */
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: prompt-cache files are not made with the onnx backend", path);
     for (size_t k = 0; k < n_snaps; k++)
         if (snaps[k].pos < 1 || snaps[k].pos > s->pos || (k && snaps[k].pos <= snaps[k - 1].pos) ||
             snaps[k].bytes != llm_ring_snapshot_bytes(s, snaps[k].pos))
@@ -328,6 +330,8 @@ ember_status llm_state_load(ember_session *s, const char *path, llm_saved *out)
 {
     if (out) memset(out, 0, sizeof *out);
     if (!s || !path || !out) return ember_fail(EMBER_ERR_INVALID_ARG, "load: a NULL argument");
+    if (s->ort)
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: prompt-cache files are not read with the onnx backend", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ember_fail(EMBER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;

@@ -6,16 +6,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${EMBER_NPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ember/npm}
-command -v npm >/dev/null 2>&1 || { echo "npm not installed" >&2; exit 2; }
-mkdir -p "$dest"
-if ! cmp -s "$here/package.json" "$dest/package.json" || [ ! -d "$dest/node_modules/@huggingface/transformers" ]; then
-  cp "$here/package.json" "$dest/package.json"
-  # onnxruntime's native download is not needed: only the tokenizers are used.
-  if ! (cd "$dest" && ONNXRUNTIME_NODE_INSTALL=skip timeout 600 npm install --no-audit --no-fund \
-        --ignore-scripts --loglevel=error >"$dest/install.log" 2>&1); then
-    echo "npm install failed (registry unreachable?): see $dest/install.log" >&2
-    rm -f "$dest/package.json"
-    exit 2
-  fi
-fi
+. "$here/../npm_install.sh"
+# onnxruntime's native download is not needed: only the tokenizers are used.
+npm_install "$here/package.json" "$dest" "$dest/node_modules/@huggingface/transformers" || exit 2
 echo "$dest/node_modules"

@@ -1,0 +1,52 @@
+/* ember's public API: exporting a model's decode step as ONNX for NPU and GPU
+ * runtimes (ONNX Runtime with its QNN, CUDA, CoreML... providers, Qualcomm AI
+ * Hub), and auditing exported graphs against what those compilers accept.
+ *
+ * The exported step keeps everything around it in the host's loop: KV rings,
+ * masks, rotary tables, sampling. manifest.json in the exported folder names
+ * every input and output, its shape, type and meaning. */
+#ifndef EMBER_EXPORT_H
+#define EMBER_EXPORT_H
+
+#include <stdint.h>
+
+#include "ember.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ember_export_params {
+    int32_t context; /* the context bucket: positions 0..context-1 fit; the
+                        full-attention caches hold context-1 past entries.
+                        default 1024 */
+} ember_export_params;
+
+ember_export_params ember_export_default_params(void);
+
+/* Writes into the folder `dir` (created if missing): decode.onnx (the f32
+ * decode step, opset 17, IR 8, static shapes), decode.onnx.data (its weights,
+ * 4096-aligned external data) and manifest.json. Files are written whole or
+ * removed. Errors: INVALID_ARG (context), UNSUPPORTED (a model option the
+ * graph cannot express), IO, NO_MEMORY. Reads the model only. */
+ember_status ember_export_onnx(const ember_model *model, const char *dir,
+                               const ember_export_params *params);
+
+/* One line of an audit report (no newline), for the caller to print. */
+typedef void (*ember_line_fn)(void *user, const char *line);
+
+/* Audits every graph the manifest in `dir` lists: its ops, opset, IR
+ * version, input/output ranks and shapes go to `line` (may be NULL), then
+ * one line per finding. Fails (EMBER_ERR_UNSUPPORTED, the first finding in
+ * ember_last_error) on an op outside the QNN HTP allow-list, a dynamic or
+ * missing dim, an int64 graph input or Gather index, an IsNaN/Where guard,
+ * Reshape allowzero=1, a rank-0 axes initializer, non-constant Slice or
+ * Reshape parameters, or a lone Erf (one QNN cannot fuse into GELU);
+ * EMBER_ERR_FORMAT when a file is not a readable ONNX model. */
+ember_status ember_export_onnx_check(const char *dir, ember_line_fn line, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMBER_EXPORT_H */

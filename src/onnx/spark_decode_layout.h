@@ -1,0 +1,32 @@
+/* The shapes of the exported Spark decode step for one context bucket: how
+ * many cache slots each layer type gets and how wide its rotary tables are.
+ * Shared by the graph writer and the ONNX Runtime host loop (which must not
+ * need the writer). */
+#ifndef EMBER_ONNX_SPARK_DECODE_LAYOUT_H
+#define EMBER_ONNX_SPARK_DECODE_LAYOUT_H
+
+#include <stdint.h>
+
+#include "ember.h"
+#include "llm/spark_config.h"
+
+/* What an additive mask holds for a slot the query must not see: finite, so
+ * 16-bit activations and compilers that reject inf stay exact (exp of it
+ * times the softmax scale underflows to 0 in f32 and f16). */
+#define SPARK_ONNX_MASK_OFF (-65504.0f)
+
+typedef struct spark_decode_layout {
+    int32_t context;                    /* the bucket: positions 0..context-1 */
+    int32_t slots[SPARK_LAYER_TYPES];   /* cache slots per layer of each type */
+    int32_t half[SPARK_LAYER_TYPES];    /* rotary table width: rot_dims / 2 */
+    int has_type[SPARK_LAYER_TYPES];
+} spark_decode_layout;
+
+/* A layer type's name in graph I/O names and the manifest: "sliding", "full". */
+const char *spark_decode_type_name(int type);
+
+/* Fails (EMBER_ERR_INVALID_ARG) on a context outside [2, max_positions]. */
+ember_status spark_decode_layout_of(const spark_config *c, int32_t context,
+                                    spark_decode_layout *out);
+
+#endif

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# `ember export onnx` on the tiny model: the decode step's graph passes the op
+# audit and Debian's onnx.checker, its inputs and outputs are what the
+# manifest says, the audit catches what NPU compilers reject (graphs written
+# here with onnx.helper), and ONNX Runtime (npm onnxruntime-node's library,
+# driven by ember's host loop) gives the native step's logits at every
+# position of a 640-token run that wraps the sliding rings many times.
+source "$(dirname "$0")/lib.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+PARITY=${ONNX_PARITY:-$(dirname "$EMBER")/tests/onnx_parity}
+
+expect_ok export_tiny "$EMBER" export onnx -m models/tiny -o "$tmp/x" --context 1024
+out=$("$EMBER" export onnx --check "$tmp/x" 2>&1)
+if [ $? -eq 0 ] && grep -q '^findings: none' <<<"$out" && grep -q 'ai.onnx opset 17' <<<"$out"; then
+  pass export_audit_clean
+else fail export_audit_clean "$out"; fi
+
+if $PY -c 'import onnx' 2>/dev/null; then
+  expect_ok onnx_checker_accepts $PY -c '
+import onnx, sys
+onnx.checker.check_model(sys.argv[1], full_check=True)' "$tmp/x/decode.onnx"
+  # the manifest against the graph as onnx reads it: every input and output,
+  # its element type and shape, and nothing else
+  expect_ok manifest_names_every_io $PY -c '
+import json, onnx, sys
+m = onnx.load(sys.argv[1] + "/decode.onnx", load_external_data=False)
+man = json.load(open(sys.argv[1] + "/manifest.json"))["graphs"][0]
+types = {1: "float32", 6: "int32"}
+def io(vals):
+    return [(v.name, types.get(v.type.tensor_type.elem_type, "?"),
+             [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in vals]
+for key, vals in (("inputs", m.graph.input), ("outputs", m.graph.output)):
+    want = sorted(io(vals))
+    got = sorted((e["name"], e["type"], e["shape"]) for e in man[key])
+    assert got == want, (key, set(got) ^ set(want))
+    assert all(e["meaning"] for e in man[key])
+assert all(d.dim_value > 0 for v in m.graph.input for d in v.type.tensor_type.shape.dim)' "$tmp/x"
+
+  # graphs with what the audit must refuse, one fault each
+  $PY - "$tmp" <<'PY'
+import json, os, sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+root = sys.argv[1]
+f32 = TensorProto.FLOAT
+def graph(name, nodes, inputs, outputs, inits=()):
+    d = os.path.join(root, name); os.makedirs(d)
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+         os.path.join(d, "decode.onnx"))
+    json.dump({"graphs": [{"kind": "decode", "file": "decode.onnx"}]}, open(os.path.join(d, "manifest.json"), "w"))
+x = helper.make_tensor_value_info("x", f32, [1, 4])
+y = helper.make_tensor_value_info("y", f32, [1, 4])
+graph("where", [helper.make_node("IsNaN", ["x"], ["n"]), helper.make_node("Where", ["n", "x", "x"], ["y"])], [x], [y])
+graph("allowzero", [helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)], [x], [y],
+      [numpy_helper.from_array(np.array([1, 4], np.int64), "s")])
+graph("dynamic", [helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", f32, ["n", 4])], [y])
+graph("int64_index", [helper.make_node("Gather", ["t", "i"], ["y"])],
+      [helper.make_tensor_value_info("i", TensorProto.INT64, [1])], [y],
+      [numpy_helper.from_array(np.zeros((8, 4), np.float32), "t")])
+graph("rank0_axes", [helper.make_node("Unsqueeze", ["x", "a"], ["y"])], [x],
+      [helper.make_tensor_value_info("y", f32, [1, 1, 4])], [numpy_helper.from_array(np.array(1, np.int64), "a")])
+graph("lone_erf", [helper.make_node("Erf", ["x"], ["y"])], [x], [y])
+PY
+  # audit_finds NAME DIR NEEDLE: the check fails and reports NEEDLE as a finding
+  audit_finds() {
+    local out rc; out=$("$EMBER" export onnx --check "$tmp/$2" 2>&1); rc=$?
+    if [ $rc -eq 1 ] && grep -q "^FAIL: .*$3" <<<"$out"; then pass "$1"; else fail "$1" "exit $rc: $out"; fi
+  }
+  audit_finds audit_rejects_where_guard where "Where guard"
+  audit_finds audit_rejects_isnan_guard where "IsNaN guard"
+  audit_finds audit_rejects_allowzero allowzero "allowzero=1"
+  audit_finds audit_rejects_dynamic_dims dynamic "dynamic or missing dimension"
+  audit_finds audit_rejects_ops_off_the_list dynamic "op Relu is not in the QNN HTP allow-list"
+  audit_finds audit_rejects_int64_indices int64_index "int64 indices"
+  audit_finds audit_rejects_int64_inputs int64_index "input i is int64"
+  audit_finds audit_rejects_rank0_axes rank0_axes "has rank 0"
+  audit_finds audit_rejects_lone_erf lone_erf "not inside the GELU pattern"
+else
+  echo "SKIP onnx checker and audit cases (python3-onnx missing: scripts/setup.sh installs it)"
+fi
+
+# --- bad input ---
+expect_error export_context_too_small "--context must be" "$EMBER" export onnx -m models/tiny -o "$tmp/y" --context 1
+expect_error export_context_over_model "max_position_embeddings" "$EMBER" export onnx -m models/tiny -o "$tmp/y" --context 100000
+expect_error check_missing_folder "manifest.json" "$EMBER" export onnx --check "$tmp/none"
+mkdir -p "$tmp/garbage"; cp "$tmp/x/manifest.json" "$tmp/garbage/"; head -c 300 /dev/urandom >"$tmp/garbage/decode.onnx"
+expect_error check_not_onnx "decode.onnx" "$EMBER" export onnx --check "$tmp/garbage"
+expect_error export_unknown_format "only format is 'onnx'" "$EMBER" export tflite -m models/tiny -o "$tmp/y"
+
+# --- parity through ONNX Runtime ---
+if [ ! -x "$PARITY" ]; then
+  fail onnx_runtime_parity "no $PARITY (make $PARITY)"
+elif ! lib=$(tests/onnx/install.sh 2>"$tmp/install.err"); then
+  echo "SKIP onnx_runtime_parity ($(cat "$tmp/install.err"))"
+else
+  out=$("$PARITY" models/tiny "$tmp/x" "$lib" 640 100 2>&1)
+  if [ $? -eq 0 ]; then pass onnx_runtime_parity_640_tokens; sed "s/^/     /" <<<"$out"
+  else fail onnx_runtime_parity_640_tokens "$out"; fi
+  # a graph exported for a model of another shape is refused
+  expect_error onnx_runtime_other_model "layers" "$PARITY" models/demo "$tmp/x" "$lib" 4
+  if [ -f models/demo/config.json ]; then
+    # the trained demo model: varied tokens, a 63-slot ring wrapped 3 times
+    "$EMBER" export onnx -m models/demo -o "$tmp/demo" --context 256 >/dev/null
+    out=$("$PARITY" models/demo "$tmp/demo" "$lib" 200 100 2>&1)
+    if [ $? -eq 0 ]; then pass onnx_runtime_parity_demo_200_tokens; sed "s/^/     /" <<<"$out"
+    else fail onnx_runtime_parity_demo_200_tokens "$out"; fi
+    # `ember generate --backend onnx:DIR`: the same greedy ids as the native step
+    gen() { "$EMBER" generate -m models/demo -p "The weather in Paris" -n 48 --greedy --print-ids "$@" 2>/dev/null; }
+    native=$(gen); onnx=$(gen --backend "onnx:$tmp/demo" --onnx-runtime "$lib")
+    if [ -n "$native" ] && [ "$native" = "$onnx" ]; then pass generate_backend_onnx_same_ids
+    else fail generate_backend_onnx_same_ids "native: $native" "onnx:   $onnx"; fi
+    # `ember chat --backend onnx:DIR`: three turns (the conversation reuses its
+    # cache and ring snapshots) print what the native chat prints
+    chat() { printf 'Hello there\nWhat is the weather in Paris?\nThanks\n' |
+             "$EMBER" chat -m models/demo "$@" 2>/dev/null | grep -v '^\['; }
+    native=$(chat); onnx=$(chat --backend "onnx:$tmp/demo" --onnx-runtime "$lib")
+    if grep -q get_weather <<<"$native" && [ "$native" = "$onnx" ]; then pass chat_backend_onnx_same_replies
+    else fail chat_backend_onnx_same_replies "native: $native" "onnx:   $onnx"; fi
+    # a bucket's end: a 40-position graph stops generation where a native
+    # session of max_context 40 does, with the same ids (5 prompt tokens, 35
+    # fed back, the 36th sampled from the last step's logits)
+    "$EMBER" export onnx -m models/demo -o "$tmp/demo40" --context 40 >/dev/null
+    ids() { "$EMBER" generate -m models/demo --ids 1,2,3,4,5 -n 60 --greedy --print-ids "$@" 2>/dev/null; }
+    native=$(ids --max-context 40); onnx=$(ids --backend "onnx:$tmp/demo40" --onnx-runtime "$lib")
+    n=$(tr ',' '\n' <<<"$onnx" | grep -c .)
+    if [ "$n" = 36 ] && [ "$native" = "$onnx" ]; then pass generate_backend_onnx_stops_at_bucket_end
+    else fail generate_backend_onnx_stops_at_bucket_end "$n ids" "native: $native" "onnx:   $onnx"; fi
+    expect_error generate_backend_other_model "layers" "$EMBER" generate -m models/tiny -p hi -n 2 \
+      --backend "onnx:$tmp/demo" --onnx-runtime "$lib"
+  fi
+  expect_error generate_backend_missing_runtime "cannot load" "$EMBER" generate -m models/tiny -p hi -n 2 \
+    --backend "onnx:$tmp/x" --onnx-runtime "$tmp/none.so"
+fi
+expect_error generate_backend_missing_dir "manifest.json" "$EMBER" generate -m models/tiny -p hi -n 2 --backend "onnx:$tmp/none"
+expect_error generate_backend_unknown "bad value 'gpu'" "$EMBER" generate -m models/tiny -p hi -n 2 --backend gpu
+exit $e2e_failed
