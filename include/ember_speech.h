@@ -122,6 +122,15 @@ typedef struct ember_speech_request {
     int32_t n_xvector;
     const ember_voice *voice; /* a saved voice, in place of xvector; one for
                                  another model size is refused */
+    /* In-context cloning (the official default for a clone): beside the
+     * x-vector, what the reference recording says and its codes
+     * (ember_voice_codes: n_ref_frames x codebooks). The recording's audio
+     * leads the decoder's stream unheard, so the first audio continues it.
+     * A saved voice made with a transcript brings both. */
+    const char *ref_text;
+    const int32_t *ref_codes;
+    int32_t n_ref_frames;
+    int xvector_only; /* 1: the x-vector alone, even from a voice with a transcript */
 } ember_speech_request;
 
 ember_speech_request ember_speech_default_request(void);

@@ -228,6 +228,10 @@ def tts_text(text):
     return f"<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n"
 
 
+def ref_text(text):
+    return f"<|im_start|>assistant\n{text}<|im_end|>\n"
+
+
 def instruct_text(instruct):
     return f"<|im_start|>user\n{instruct}<|im_end|>\n"
 
@@ -261,7 +265,8 @@ def codec_prefix(tcfg, speaker, language, xvector=False):
     return ids + [tcfg["codec_pad_id"], tcfg["codec_bos_id"]]
 
 
-def build_prompt(cfg, text_ids, speaker, language, non_streaming=True, instruct_ids=None, xvector=False):
+def build_prompt(cfg, text_ids, speaker, language, non_streaming=True, instruct_ids=None, xvector=False,
+                 ref_ids=None, n_ref_frames=0):
     """Rows of the talker prefill and the per-step trailing text ids.
 
     text_ids: ids of tts_text(text) (3 role ids, the text, a 5-id suffix).
@@ -269,7 +274,11 @@ def build_prompt(cfg, text_ids, speaker, language, non_streaming=True, instruct_
     decode step g adds P(trailing_text[g]) while g < len, else P(tts_pad).
     instruct_ids: all ids of instruct_text(...), rows of text alone before
     everything; xvector: the speaker slot's codec is "xvector" (the model's
-    x-vector is added there as it is, in place of a codec embedding)."""
+    x-vector is added there as it is, in place of a codec embedding).
+    ref_ids, n_ref_frames: in-context cloning (the official
+    generate_icl_prompt): ref_ids are those of ref_text(...), its text
+    ref_ids[3:-2]; a row {"ref_frame": f} adds reference frame f's codes
+    embedded as a generated frame is fed back."""
     tcfg = cfg["talker_config"]
     pad_t, bos_t, eos_t = cfg["tts_pad_token_id"], cfg["tts_bos_token_id"], cfg["tts_eos_token_id"]
     if len(text_ids) < 9:
@@ -280,6 +289,22 @@ def build_prompt(cfg, text_ids, speaker, language, non_streaming=True, instruct_
     for k, c in enumerate(codec[:-1]):
         rows.append({"text": pad_t if k < len(codec) - 2 else bos_t, "codec": c})
     body = text_ids[3:-5]
+    if ref_ids is not None:
+        q = list(ref_ids[3:-2]) + list(body) + [eos_t]
+        bos_c = codec[-1]
+        if non_streaming:  # layout C
+            rows += [{"text": t, "codec": tcfg["codec_pad_id"]} for t in q]
+            rows.append({"text": pad_t, "codec": bos_c})
+            rows += [{"text": pad_t, "codec": None, "ref_frame": f} for f in range(n_ref_frames)]
+            trailing = []
+        else:  # layout D: Q beside [bos, frames], Q padded or its rest trailing
+            for j in range(n_ref_frames + 1):
+                row = {"text": q[j] if j < len(q) else pad_t, "codec": bos_c if j == 0 else None}
+                if j:
+                    row["ref_frame"] = j - 1
+                rows.append(row)
+            trailing = q[n_ref_frames + 1:]
+        return {"rows": rows, "trailing_text": trailing}
     if non_streaming:
         rows += [{"text": t, "codec": tcfg["codec_pad_id"]} for t in body]
         rows.append({"text": eos_t, "codec": tcfg["codec_pad_id"]})
@@ -448,6 +473,7 @@ class TTSModel:
         self.fc2_w, self.fc2_b = t("talker.text_projection.linear_fc2.weight"), t("talker.text_projection.linear_fc2.bias")
         self.codec_embedding = t("talker.model.codec_embedding.weight")
         self.xvector = None  # a Base model's speaker x-vector (set before generate), float64
+        self.ref_codes = None  # in-context cloning: the reference frames, [F][16]
         self.codec_head = t("talker.codec_head.weight")
         groups = cp["num_code_groups"] - 1
         self.pred_embedding = [t(f"talker.code_predictor.model.codec_embedding.{g}.weight") for g in range(groups)]
@@ -470,6 +496,8 @@ class TTSModel:
         if text_idx:
             out[text_idx] += self.project_text([rows[i]["text"] for i in text_idx])
         for i, r in enumerate(rows):
+            if r.get("ref_frame") is not None:
+                out[i] += self.frame_feedback(self.ref_codes[r["ref_frame"]])
             if r["codec"] == "xvector":  # a Base model's speaker, raw (no projection)
                 out[i] += self.xvector.to(self.dtype)
             elif r["codec"] is not None:

@@ -82,20 +82,33 @@ def random_xvector(cfg, weights, seed):
     return [float(f"{x:.9g}") for x in v.to(torch.float32).tolist()]
 
 
-def run(model_dir, text, speaker, language, frames, non_streaming=True, instruct=None, xvector_seed=None):
+def random_ref_codes(cfg, seed, n):
+    """n reference frames of codes (below the codebook size), deterministic."""
+    g = torch.Generator().manual_seed(seed)
+    groups = cfg["talker_config"]["num_code_groups"]
+    size = cfg["talker_config"]["code_predictor_config"]["vocab_size"]
+    return torch.randint(0, size, (n, groups), generator=g).tolist()
+
+
+def run(model_dir, text, speaker, language, frames, non_streaming=True, instruct=None, xvector_seed=None,
+        ref_text=None, ref_frames=0):
     cfg, gen, weights = ref.load_model_dir(model_dir)
     tok = ref.Qwen2BPE(model_dir)
     text_ids = tok.encode(ref.tts_text(text))
     # the official wrapper drops a 0.6B model's instruction
     instruct_ids = tok.encode(ref.instruct_text(instruct)) if instruct and cfg.get("tts_model_size") != "0b6" else None
     xvector = random_xvector(cfg, weights, xvector_seed) if xvector_seed is not None else None
+    ref_ids = tok.encode(ref.ref_text(ref_text)) if ref_text is not None else None
+    ref_codes = random_ref_codes(cfg, xvector_seed or 0, ref_frames) if ref_text is not None else None
     prompt = ref.build_prompt(cfg, text_ids, speaker, language, non_streaming=non_streaming,
-                              instruct_ids=instruct_ids, xvector=xvector is not None)
+                            instruct_ids=instruct_ids, xvector=xvector is not None, ref_ids=ref_ids,
+                            n_ref_frames=ref_frames)
     times = {}
 
     t0 = time.time()
     m64 = ref.TTSModel(cfg, weights, torch.float64)
     m64.xvector = torch.tensor(xvector, dtype=torch.float64) if xvector else None
+    m64.ref_codes = ref_codes
     g64 = m64.generate(prompt, frames, gen, greedy=True)
     del m64
     times["float64_greedy"] = round(time.time() - t0, 2)
@@ -103,6 +116,7 @@ def run(model_dir, text, speaker, language, frames, non_streaming=True, instruct
     t0 = time.time()
     m32 = ref.TTSModel(cfg, weights, torch.float32)
     m32.xvector = torch.tensor(xvector, dtype=torch.float64) if xvector else None
+    m32.ref_codes = ref_codes
     g32 = m32.generate(prompt, frames, gen, greedy=True, record_talker=0, record_predictor=0)
     times["float32_greedy"] = round(time.time() - t0, 2)
     t0 = time.time()
@@ -130,9 +144,11 @@ def run(model_dir, text, speaker, language, frames, non_streaming=True, instruct
                      "suppress": [cfg["talker_config"]["vocab_size"] - 1024, cfg["talker_config"]["vocab_size"]],
                      "eos": cfg["talker_config"]["codec_eos_token_id"], "reference_dtype": "float64",
                      "weights_dtype": weights_dtype(model_dir),
-                     "instruct": instruct, "instruct_ids": instruct_ids},
+                     "instruct": instruct, "instruct_ids": instruct_ids,
+                     "ref_text": ref_text, "ref_ids": ref_ids},
         "text_ids": text_ids,
         "xvector": xvector,
+        "ref_codes": [c for f in ref_codes for c in f] if ref_codes else None,
         "prompt": {"rows": prompt["rows"], "n_rows": len(prompt["rows"]),
                    "trailing_text": prompt["trailing_text"]},
         "frames": g64["frames"],
@@ -158,6 +174,8 @@ def main():
     ap.add_argument("--speaker", default="ryan", help='"none": no built-in speaker (VoiceDesign, Base)')
     ap.add_argument("--instruct", default=None)
     ap.add_argument("--xvector-seed", type=int, default=None)
+    ap.add_argument("--ref-text", default=None, help="in-context cloning: what the reference says (needs --xvector-seed)")
+    ap.add_argument("--ref-frames", type=int, default=0, help="its frames (random codes from the x-vector seed)")
     ap.add_argument("--language", default="english")
     ap.add_argument("--frames", type=int, default=50)
     ap.add_argument("--streaming", action="store_true", help="streaming-text mode (default: non-streaming)")
@@ -168,7 +186,7 @@ def main():
     torch.set_num_threads(a.threads)
     speaker = None if a.speaker == "none" else a.speaker
     g = run(a.model, a.text, speaker, a.language, a.frames, non_streaming=not a.streaming, instruct=a.instruct,
-            xvector_seed=a.xvector_seed)
+            xvector_seed=a.xvector_seed, ref_text=a.ref_text, ref_frames=a.ref_frames)
     seconds = g.pop("seconds")  # printed, not stored: the golden stays byte-stable
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(g, f, separators=(",", ":"))

@@ -73,7 +73,7 @@ int cmd_bench_tts(int argc, char **argv)
     const int32_t tail[] = {cfg->im_end, 198, cfg->im_start, cfg->assistant, 198};
     for (size_t i = 0; i < 5; i++) ids[n_ids++] = tail[i];
     tts_request rq = {ids, n_ids, cfg->n_speakers ? cfg->speakers[0].name : NULL,
-                      cfg->n_languages ? cfg->languages[0].name : NULL, 0, 1, 0, frames, 0, NULL, NULL, 0, NULL};
+                      cfg->n_languages ? cfg->languages[0].name : NULL, 0, 1, 0, frames, 0, NULL, NULL, 0, NULL, NULL, 0, NULL, 0};
     sp.max_context = (int32_t)n_ids + 16 + frames;
     double talker[16], pred[16], prefill[16], bw[16], roof[16];
     const double frame_bytes =

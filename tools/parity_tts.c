@@ -98,7 +98,7 @@ static int golden(const tts_model *m, const tts_session_params *base, const char
     cJSON *root = NULL;
     tts_session *s = NULL;
     int32_t *ids = NULL, *gold = NULL, n_gold = 0, codes[TTS_MAX_GROUPS];
-    void *instruct = NULL, *xvector = NULL;
+    void *instruct = NULL, *xvector = NULL, *ref_ids = NULL, *ref_codes = NULL;
     const int32_t groups = m->cfg.n_groups;
     int rc = 1;
     if (io_read_text_file(path, (size_t)1 << 30, &text, &len) != EMBER_OK ||
@@ -125,19 +125,23 @@ static int golden(const tts_model *m, const tts_session_params *base, const char
     const cJSON *ns = cJSON_GetObjectItemCaseSensitive(settings, "non_streaming");
     const cJSON *nf = cJSON_GetObjectItemCaseSensitive(settings, "frames");
     /* the voice: an instruction's ids, a Base model's x-vector */
-    size_t n_instruct = 0, n_xvector = 0;
+    size_t n_instruct = 0, n_xvector = 0, n_ref_ids = 0, n_ref_codes = 0;
     if (read_numbers(cJSON_GetObjectItemCaseSensitive(settings, "instruct_ids"), 0, &instruct, &n_instruct) ||
         read_numbers(cJSON_GetObjectItemCaseSensitive(root, "xvector"), 1, &xvector, &n_xvector) ||
-        (xvector && n_xvector != (size_t)m->cfg.talker.hidden)) {
-        fprintf(stderr, "ember tts-codes: %s: settings.instruct_ids or xvector (%d floats) malformed\n", path,
-                m->cfg.talker.hidden);
+        (xvector && n_xvector != (size_t)m->cfg.talker.hidden) ||
+        read_numbers(cJSON_GetObjectItemCaseSensitive(settings, "ref_ids"), 0, &ref_ids, &n_ref_ids) ||
+        read_numbers(cJSON_GetObjectItemCaseSensitive(root, "ref_codes"), 0, &ref_codes, &n_ref_codes) ||
+        n_ref_codes % (size_t)groups) {
+        fprintf(stderr, "ember tts-codes: %s: settings.instruct_ids, ref_ids, xvector (%d floats) or ref_codes "
+                        "(frames of %d) malformed\n", path, m->cfg.talker.hidden, groups);
         goto done;
     }
     tts_request rq = {ids, n_ids, str_or_null(settings, "speaker"), str_or_null(settings, "language"),
                       cJSON_IsFalse(ns), 1, 0, cJSON_IsNumber(nf) ? (int32_t)nf->valuedouble : n_gold, 0, NULL,
-                      instruct, n_instruct, xvector};
+                      instruct, n_instruct, xvector, ref_ids, n_ref_ids, ref_codes,
+                      (int32_t)(n_ref_codes / (size_t)groups)};
     tts_session_params sp = *base;
-    sp.max_context = (int32_t)(n_ids + n_instruct) + 16 + rq.max_frames;
+    sp.max_context = (int32_t)(n_ids + n_instruct + n_ref_ids) + rq.n_ref_frames + 16 + rq.max_frames;
     if (tts_session_create(m, &sp, &s) != EMBER_OK || tts_session_start(s, &rq) != EMBER_OK) {
         fprintf(stderr, "ember tts-codes: %s\n", ember_last_error());
         goto done;
@@ -210,6 +214,8 @@ done:
     free(gold);
     free(instruct);
     free(xvector);
+    free(ref_ids);
+    free(ref_codes);
     return rc;
 }
 

@@ -156,7 +156,8 @@ class SpeechRequest(Structure):
                 ("streaming_text", c_int), ("temperature", c_float), ("top_k", c_int32),
                 ("top_p", c_float), ("repetition_penalty", c_float), ("stats", c_void_p),
                 ("instruct", c_char_p), ("xvector", POINTER(c_float)), ("n_xvector", c_int32),
-                ("voice", c_void_p)]
+                ("voice", c_void_p), ("ref_text", c_char_p), ("ref_codes", POINTER(c_int32)),
+                ("n_ref_frames", c_int32), ("xvector_only", c_int)]
 
 
 class SpeechChunk(Structure):

@@ -16,14 +16,15 @@
 typedef struct resolved {
     tts_request r;
     tts_gen_config sampling;
-    int32_t *owned_ids, *instruct_ids;
+    int32_t *owned_ids, *instruct_ids, *ref_ids;
 } resolved;
 
 static void resolved_free(resolved *rs)
 {
     free(rs->owned_ids);
     free(rs->instruct_ids);
-    rs->owned_ids = rs->instruct_ids = NULL;
+    free(rs->ref_ids);
+    rs->owned_ids = rs->instruct_ids = rs->ref_ids = NULL;
 }
 
 /* The ids of head + text + tail, tokenized whole (as the official code
@@ -64,6 +65,29 @@ static ember_status resolve_voice(ember_tts *t, const ember_speech_request *rq, 
         return ember_fail(EMBER_ERR_INVALID_ARG, "an x-vector of %d floats; this model takes %d", rq->n_xvector,
                           takes);
     out->r.xvector = rq->voice ? rq->voice->d.xvector : rq->xvector;
+    /* in-context: the request's reference, else a saved voice's transcript and codes */
+    const voice_data *vd = rq->voice ? &rq->voice->d : NULL;
+    const char *ref_text = rq->ref_text;
+    const int32_t *ref_codes = rq->ref_codes;
+    int32_t n_ref = rq->n_ref_frames;
+    if (!ref_text && vd && vd->ref_text && vd->n_frames) {
+        ref_text = vd->ref_text, ref_codes = vd->codes, n_ref = vd->n_frames;
+        if (vd->codebooks != c->n_groups)
+            return ember_fail(EMBER_ERR_INVALID_ARG, "the voice's codes have %d codebooks; this model %d",
+                              vd->codebooks, c->n_groups);
+    }
+    if (ref_text && !rq->xvector_only) {
+        if (!out->r.xvector || !ref_codes || n_ref < 1)
+            return ember_fail(EMBER_ERR_INVALID_ARG, "in-context cloning takes an x-vector (or a saved voice), "
+                                                     "ref_text and the reference's codes");
+        size_t n_ids = 0;
+        ember_status st = encode_framed(t, "<|im_start|>assistant\n", ref_text, "<|im_end|>\n", &out->ref_ids, &n_ids);
+        if (st) return st;
+        out->r.ref_ids = out->ref_ids;
+        out->r.n_ref_ids = n_ids;
+        out->r.ref_codes = ref_codes;
+        out->r.n_ref_frames = n_ref;
+    }
     if (!rq->instruct || !rq->instruct[0]) return EMBER_OK; /* an empty instruction is none */
     return encode_framed(t, "<|im_start|>user\n", rq->instruct, "<|im_end|>\n", &out->instruct_ids,
                          &out->r.n_instruct_ids);
@@ -106,9 +130,11 @@ static ember_status resolve(ember_tts *t, const ember_speech_request *rq, resolv
     }
     if (!st) st = resolve_voice(t, rq, out);
     out->r.instruct_ids = out->instruct_ids;
-    if (!st && out->r.n_text_ids + out->r.n_instruct_ids > (size_t)t->p.max_text_tokens + 8)
-        st = ember_fail(EMBER_ERR_INVALID_ARG, "the text and instruction are %zu tokens, over max_text_tokens %d",
-                        out->r.n_text_ids + out->r.n_instruct_ids, t->p.max_text_tokens);
+    const size_t prompt = out->r.n_text_ids + out->r.n_instruct_ids + out->r.n_ref_ids + (size_t)out->r.n_ref_frames;
+    if (!st && prompt > (size_t)t->p.max_text_tokens + 8)
+        st = ember_fail(EMBER_ERR_INVALID_ARG,
+                        "the text, instruction and reference are %zu prompt rows, over max_text_tokens %d", prompt,
+                        t->p.max_text_tokens);
     if (st) {
         resolved_free(out);
         return st;

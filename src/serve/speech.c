@@ -26,6 +26,10 @@ typedef struct speech_job {
     int32_t *instruct_ids; /* "instructions" as the prompt's block; NULL: none */
     size_t n_instruct_ids;
     const float *xvector;  /* a saved voice's (the server's, immutable) */
+    int32_t *ref_ids;      /* its transcript's ids (in-context cloning); NULL: x-vector alone */
+    size_t n_ref_ids;
+    const int32_t *ref_codes; /* its frames (the server's) */
+    int32_t n_ref_frames;
     char voice[TTS_NAME_MAX], language[TTS_NAME_MAX];
     enum speech_format format;
     int stream;
@@ -47,6 +51,7 @@ struct sv_speech {
     bool calibrated;
     edge_calibration calibration;
     sv_voices voices;
+    int32_t ref_rows; /* the most prompt rows a saved voice's reference adds */
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
@@ -61,6 +66,7 @@ static void speech_job_free(speech_job *q)
     if (q->job) sv_job_unref(q->job);
     free(q->ids);
     free(q->instruct_ids);
+    free(q->ref_ids);
     free(q);
 }
 
@@ -130,6 +136,10 @@ static void run(sv_speech *s, speech_job *q)
     rq.instruct_ids = q->instruct_ids;
     rq.n_instruct_ids = q->n_instruct_ids;
     rq.xvector = q->xvector;
+    rq.ref_ids = q->ref_ids;
+    rq.n_ref_ids = q->n_ref_ids;
+    rq.ref_codes = q->ref_codes;
+    rq.n_ref_frames = q->n_ref_frames;
     rq.streaming = q->xvector != NULL; /* the official default of a clone */
     rq.seed = q->seed;
     rq.max_frames = q->max_frames;
@@ -225,10 +235,20 @@ ember_status sv_speech_create(const sv_speech_params *p, sv_metrics *metrics, sv
     cp.n_threads = p->n_threads;
     ember_status st;
     if ((st = tts_model_load(p->dir, &mp, &s->m)) || (st = c2w_model_load(p->dir, &dp, &s->dm)) ||
-        (st = et_tokenizer_load(p->dir, &s->tok)) || (st = tts_session_create(s->m, &sp, &s->gen)) ||
-        (st = c2w_stream_create(s->dm, &cp, &s->dec)) ||
+        (st = et_tokenizer_load(p->dir, &s->tok)) ||
         (p->voices_dir && (st = sv_voices_load(p->voices_dir, s->m->cfg.type == TTS_BASE ? s->m->cfg.talker.hidden : 0,
                                                &s->voices)))) {
+        sv_speech_free(s);
+        return st;
+    }
+    /* a saved voice with a transcript puts its frames and text in the prompt */
+    for (int32_t i = 0; i < s->voices.n; i++) {
+        const voice_data *v = &s->voices.voices[i];
+        const int32_t rows = v->ref_text ? v->n_frames + (int32_t)strlen(v->ref_text) + 8 : 0;
+        if (rows > s->ref_rows) s->ref_rows = rows;
+    }
+    sp.max_context += s->ref_rows;
+    if ((st = tts_session_create(s->m, &sp, &s->gen)) || (st = c2w_stream_create(s->dm, &cp, &s->dec))) {
         sv_speech_free(s);
         return st;
     }
@@ -320,6 +340,19 @@ static int get_string(const cJSON *o, const char *key, int required, const char 
     return 0;
 }
 
+/* The ids of head + text + tail, tokenized whole. */
+static ember_status encode_framed(sv_speech *s, const char *head, const char *text, const char *tail, int32_t **ids,
+                                  size_t *n)
+{
+    size_t len = strlen(head) + strlen(text) + strlen(tail);
+    char *full = malloc(len + 1);
+    if (!full) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    snprintf(full, len + 1, "%s%s%s", head, text, tail);
+    const ember_status st = et_tokenizer_encode(s->tok, full, len, false, ids, n);
+    free(full);
+    return st;
+}
+
 /* "voice" and "instructions" against what the model is: a built-in
  * speaker or a saved voice (a Base model's), and an instruction for a model
  * that takes one (a 0.6B model drops it, as the official code does). */
@@ -339,17 +372,18 @@ static int parse_voice(sv_speech *s, const char *voice, const char *instructions
         return sv_error_set(e, 400, "invalid_request_error", "instructions", NULL,
                             "a Base model (voice cloning) takes no instructions");
     q->xvector = saved ? saved->xvector : NULL;
+    if (saved && saved->ref_text && saved->n_frames) { /* in context: its transcript and frames too */
+        if (encode_framed(s, "<|im_start|>assistant\n", saved->ref_text, "<|im_end|>\n", &q->ref_ids,
+                          &q->n_ref_ids))
+            return sv_error_set(e, 500, "server_error", NULL, NULL, "voice: %s", ember_last_error());
+        q->ref_codes = saved->codes;
+        q->n_ref_frames = saved->n_frames;
+    }
     if (!instructions || !instructions[0] || c->small) return 0;
-    static const char head[] = "<|im_start|>user\n", tail[] = "<|im_end|>\n";
-    size_t n = strlen(head) + strlen(instructions) + strlen(tail);
-    char *text = malloc(n + 1);
-    if (!text) return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-    snprintf(text, n + 1, "%s%s%s", head, instructions, tail);
-    const ember_status st = et_tokenizer_encode(s->tok, text, n, false, &q->instruct_ids, &q->n_instruct_ids);
-    free(text);
-    return st ? sv_error_set(e, 400, "invalid_request_error", "instructions", NULL, "instructions: %s",
-                             ember_last_error())
-              : 0;
+    return encode_framed(s, "<|im_start|>user\n", instructions, "<|im_end|>\n", &q->instruct_ids, &q->n_instruct_ids)
+               ? sv_error_set(e, 400, "invalid_request_error", "instructions", NULL, "instructions: %s",
+                              ember_last_error())
+               : 0;
 }
 
 /* The request fields into q (ids tokenized here, on the HTTP thread). */
@@ -430,22 +464,11 @@ static int parse(sv_speech *s, const char *body, size_t len, speech_job *q, sv_e
     snprintf(q->voice, sizeof q->voice, "%s", voice ? voice : "");
     snprintf(q->language, sizeof q->language, "%s", language ? language : "");
     /* the text template the TTS prompt takes (tts_session.h) */
-    static const char head[] = "<|im_start|>assistant\n",
-                      tail[] = "<|im_end|>\n<|im_start|>assistant\n";
-    size_t n_text = strlen(head) + n_in + strlen(tail);
-    char *text = malloc(n_text + 1);
-    if (!text) {
-        sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (encode_framed(s, "<|im_start|>assistant\n", input, "<|im_end|>\n<|im_start|>assistant\n", &q->ids,
+                      &q->n_ids)) {
+        sv_error_set(e, 400, "invalid_request_error", "input", NULL, "input: %s", ember_last_error());
         goto done;
     }
-    snprintf(text, n_text + 1, "%s%s%s", head, input, tail);
-    if (et_tokenizer_encode(s->tok, text, n_text, false, &q->ids, &q->n_ids)) {
-        sv_error_set(e, 400, "invalid_request_error", "input", NULL, "input: %s",
-                     ember_last_error());
-        free(text);
-        goto done;
-    }
-    free(text);
     rc = 0;
 done:
     cJSON_Delete(o);

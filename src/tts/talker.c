@@ -155,6 +155,19 @@ static ember_status make_samplers(tts_session *s, const tts_request *r)
     return st;
 }
 
+/* Adds a frame's embedding to x: codebook 0's codec embedding and each
+ * later codebook's predictor embedding (a generated frame fed back, or a
+ * reference frame in the prompt). */
+static void frame_embedding(tts_session *s, const int32_t *codes, float *x)
+{
+    const tts_model *m = s->m;
+    const int64_t th = m->cfg.talker.hidden;
+    for (int32_t g = 0; g < m->cfg.n_groups; g++) {
+        ek_row_to_f32(s->pred_in, g ? &m->cp_embed[g - 1] : &m->codec_embed, codes[g]);
+        for (int64_t i = 0; i < th; i++) x[i] += s->pred_in[i];
+    }
+}
+
 ember_status tts_session_start(tts_session *s, const tts_request *r)
 {
     if (!s || !r) return ember_fail(EMBER_ERR_INVALID_ARG, "tts_session_start: NULL argument");
@@ -180,7 +193,13 @@ ember_status tts_session_start(tts_session *s, const tts_request *r)
     if (r->n_instruct_ids && c->type == TTS_BASE)
         return ember_fail(EMBER_ERR_INVALID_ARG, "a Base model takes no instruction");
     /* the official code drops a 0.6B model's instruction */
-    const tts_prompt_voice voice = {r->instruct_ids, c->small ? 0 : r->n_instruct_ids, r->xvector != NULL};
+    if ((r->n_ref_ids || r->n_ref_frames) && (!r->ref_ids || !r->ref_codes || !r->n_ref_frames))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "in-context cloning takes the reference text's ids and frames");
+    for (size_t i = 0; r->ref_codes && i < (size_t)r->n_ref_frames * (size_t)c->n_groups; i++)
+        if (r->ref_codes[i] < 0 || r->ref_codes[i] >= c->predictor.vocab)
+            return ember_fail(EMBER_ERR_INVALID_ARG, "reference code %d at %zu is out of range", r->ref_codes[i], i);
+    const tts_prompt_voice voice = {r->instruct_ids, c->small ? 0 : r->n_instruct_ids, r->xvector != NULL,
+                                    r->ref_ids, r->n_ref_ids, r->n_ref_frames};
     s->started = 0;
     tts_prompt_free(&s->prompt);
     ember_status st = tts_prompt_build_voice(c, r->text_ids, r->n_text_ids, speaker, language, r->streaming,
@@ -202,6 +221,11 @@ ember_status tts_session_start(tts_session *s, const tts_request *r)
         for (int32_t t = 0; t < n; t++) ids[t] = rows[t].text;
         project_text(s, ids, n, s->x);
         for (int32_t t = 0; t < n; t++) {
+            if (rows[t].ref_frame) { /* a reference frame, as a generated one is fed back */
+                frame_embedding(s, r->ref_codes + (size_t)(rows[t].ref_frame - 1) * (size_t)c->n_groups,
+                                s->x + t * th);
+                continue;
+            }
             if (rows[t].codec == -1) continue;
             const float *add = s->pred_in; /* the codec embedding, or the x-vector as it is */
             if (rows[t].codec == TTS_CODEC_XVECTOR) add = r->xvector;
@@ -273,13 +297,9 @@ ember_status tts_session_step(tts_session *s, const int32_t *force, int32_t *cod
     double t2 = tts_now_ms();
 
     /* the next input: every codebook's embedding plus the text-stream term */
-    const tts_model *m = s->m;
     const int64_t th = c->talker.hidden;
-    ek_row_to_f32(s->x, &m->codec_embed, c0);
-    for (int32_t g = 0; g + 1 < groups; g++) {
-        ek_row_to_f32(s->pred_in, &m->cp_embed[g], codes[g + 1]);
-        for (int64_t i = 0; i < th; i++) s->x[i] += s->pred_in[i];
-    }
+    memset(s->x, 0, (size_t)th * sizeof *s->x);
+    frame_embedding(s, codes, s->x);
     const float *text_term = s->pad_term;
     if (s->next_trailing < s->prompt.n_trailing) {
         project_text(s, &s->prompt.trailing[s->next_trailing++], 1, s->pred_in);

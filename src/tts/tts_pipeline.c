@@ -46,6 +46,8 @@ int32_t tts_schedule_size(const tts_schedule *s, int32_t i)
 typedef struct handoff {
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    const int32_t *prime; /* reference frames decoded first, unheard (n_prime x groups) */
+    int32_t n_prime;
     int32_t *codes;  /* max_frames x groups */
     double *t_frame; /* when each frame was produced (ms) */
     ember_stats *gen_stats, *dec_stats;
@@ -96,6 +98,24 @@ static void *decoder_main(void *arg)
     const int32_t spf = c2w_stream_model(h->dec)->cfg.samples_per_frame;
     if (h->n_cpus) pool_pin_self(h->cpus, h->n_cpus); /* a placement hint: failing is harmless */
     int32_t want = h->first_size;
+    /* in-context cloning: the reference frames lead the stream (its state
+     * then continues the recording), their audio is not heard; decoded on
+     * every core while the generator prefills */
+    c2w_stream_use_threads(h->dec, h->dec_all);
+    for (int32_t f = 0; f < h->n_prime;) {
+        const int32_t n = h->n_prime - f < h->flush_cap ? h->n_prime - f : h->flush_cap;
+        ember_status st = c2w_stream_push(h->dec, h->prime + (size_t)f * h->groups, n, h->pcm);
+        if (st) {
+            pthread_mutex_lock(&h->mu);
+            h->dec_status = st;
+            snprintf(h->dec_error, sizeof h->dec_error, "%s", ember_last_error());
+            h->cancelled = 1;
+            pthread_cond_broadcast(&h->cv);
+            pthread_mutex_unlock(&h->mu);
+            return NULL;
+        }
+        f += n;
+    }
     for (int32_t i = 0;; i++) {
         pthread_mutex_lock(&h->mu);
         while (!h->cancelled && !h->gen_done && h->produced - h->consumed < want)
@@ -225,6 +245,8 @@ ember_status tts_synthesize(tts_session *gen, c2w_stream *dec, const tts_request
     memset(&h, 0, sizeof h);
     h.groups = m->cfg.n_groups;
     h.flush_cap = (int32_t)chunk_cap;
+    h.prime = rq->ref_codes;
+    h.n_prime = rq->ref_codes ? rq->n_ref_frames : 0;
     h.codes = malloc(sizeof(int32_t) * (size_t)(max_frames > 0 ? max_frames : 1) * h.groups);
     h.pcm = malloc(sizeof(float) * chunk_cap * (size_t)dm->cfg.samples_per_frame);
     h.t_frame = malloc(sizeof(double) * (size_t)(max_frames > 0 ? max_frames : 1));

@@ -32,6 +32,60 @@ static size_t codec_prefix(const tts_config *c, int32_t speaker, int32_t languag
     return n;
 }
 
+/* In-context cloning (layouts C and D of qwen3-tts-voices.md section 4):
+ * after the role and the codec prefix (an x-vector speaker), the text Q =
+ * [reference text, target text, tts_eos] meets the codec stream D = [bos,
+ * reference frame 0..F-1]. Non-streaming: every Q row over codec pad, then
+ * bos, then the frames, each over tts_pad. Streaming: Q and D side by side
+ * for F+1 rows (Q padded with tts_pad when shorter), Q's rest trailing. */
+static ember_status icl_prompt(const tts_config *c, const int32_t *ids, size_t n_ids, int32_t language,
+                               int streaming, const tts_prompt_voice *v, tts_prompt *out)
+{
+    const size_t n_ref = v->n_ref_ids, F = (size_t)v->n_ref_frames;
+    if (n_ref < PREFIX + 2 || v->ref_ids[0] != c->im_start || v->ref_ids[1] != c->assistant ||
+        v->ref_ids[n_ref - 2] != c->im_end || F < 1 || !v->xvector)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "TTS prompt: in-context cloning takes an x-vector, the ids of "
+                                                 "<|im_start|>assistant\\n{ref_text}<|im_end|>\\n and reference frames");
+    for (size_t i = 0; i < n_ref; i++)
+        if (v->ref_ids[i] < 0 || v->ref_ids[i] >= c->text_vocab)
+            return ember_fail(EMBER_ERR_INVALID_ARG, "TTS prompt: reference text id %d is outside [0, %d)",
+                              v->ref_ids[i], c->text_vocab);
+    /* Q: the reference text, the target text, tts_eos */
+    const size_t n_q = (n_ref - PREFIX - 2) + (n_ids - PREFIX - SUFFIX) + 1;
+    int32_t *q = malloc(n_q * sizeof *q);
+    if (!q) return ember_fail(EMBER_ERR_NO_MEMORY, "TTS prompt: out of memory");
+    size_t k = 0;
+    for (size_t i = PREFIX; i + 2 < n_ref; i++) q[k++] = v->ref_ids[i];
+    for (size_t i = PREFIX; i + SUFFIX < n_ids; i++) q[k++] = ids[i];
+    q[k++] = c->tts_eos;
+    int32_t codec[MAX_CODEC_PREFIX];
+    const size_t kc = codec_prefix(c, -1, language, 1, codec);
+    const size_t n_tail = streaming ? F + 1 : n_q + 1 + F;
+    out->rows = malloc((v->n_instruct + PREFIX + kc - 1 + n_tail) * sizeof *out->rows);
+    out->trailing = malloc((n_q + 1) * sizeof *out->trailing);
+    if (!out->rows || !out->trailing) {
+        free(q);
+        tts_prompt_free(out);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "TTS prompt: out of memory");
+    }
+    size_t r = 0;
+    for (size_t i = 0; i < v->n_instruct; i++) out->rows[r++] = (tts_prompt_row){v->instruct[i], -1, 0};
+    for (size_t i = 0; i < PREFIX; i++) out->rows[r++] = (tts_prompt_row){ids[i], -1, 0};
+    for (size_t i = 0; i + 1 < kc; i++) out->rows[r++] = (tts_prompt_row){i + 2 < kc ? c->tts_pad : c->tts_bos, codec[i], 0};
+    if (streaming) {
+        for (size_t j = 0; j <= F; j++) /* D_j: bos, then frame j-1 */
+            out->rows[r++] = (tts_prompt_row){j < n_q ? q[j] : c->tts_pad, j ? -1 : c->codec_bos, (int32_t)j};
+        for (size_t j = F + 1; j < n_q; j++) out->trailing[out->n_trailing++] = q[j];
+    } else {
+        for (size_t j = 0; j < n_q; j++) out->rows[r++] = (tts_prompt_row){q[j], c->codec_pad, 0};
+        out->rows[r++] = (tts_prompt_row){c->tts_pad, c->codec_bos, 0};
+        for (size_t f = 0; f < F; f++) out->rows[r++] = (tts_prompt_row){c->tts_pad, -1, (int32_t)f + 1};
+    }
+    out->n_rows = r;
+    free(q);
+    return EMBER_OK;
+}
+
 ember_status tts_prompt_build(const tts_config *c, const int32_t *ids, size_t n_ids,
                               int32_t speaker, int32_t language, int streaming, tts_prompt *out)
 {
@@ -42,7 +96,7 @@ ember_status tts_prompt_build_voice(const tts_config *c, const int32_t *ids, siz
                                     int32_t language, int streaming, const tts_prompt_voice *voice,
                                     tts_prompt *out)
 {
-    static const tts_prompt_voice none = {NULL, 0, 0};
+    static const tts_prompt_voice none = {NULL, 0, 0, NULL, 0, 0};
     if (!voice) voice = &none;
     memset(out, 0, sizeof *out);
     if (!ids || n_ids < PREFIX + SUFFIX)
@@ -69,6 +123,7 @@ ember_status tts_prompt_build_voice(const tts_config *c, const int32_t *ids, siz
                               voice->instruct[i], i, c->text_vocab);
     const int32_t *text = ids + PREFIX;
     const size_t n_text = n_ids - PREFIX - SUFFIX;
+    if (voice->n_ref_ids) return icl_prompt(c, ids, n_ids, language, streaming, voice, out);
     if (streaming && n_text == 0)
         return ember_fail(EMBER_ERR_INVALID_ARG, "TTS prompt: streaming mode needs some text");
 
@@ -82,19 +137,19 @@ ember_status tts_prompt_build_voice(const tts_config *c, const int32_t *ids, siz
         return ember_fail(EMBER_ERR_NO_MEMORY, "TTS prompt: out of memory");
     }
     size_t r = 0;
-    for (size_t i = 0; i < voice->n_instruct; i++) out->rows[r++] = (tts_prompt_row){voice->instruct[i], -1};
-    for (size_t i = 0; i < PREFIX; i++) out->rows[r++] = (tts_prompt_row){ids[i], -1};
+    for (size_t i = 0; i < voice->n_instruct; i++) out->rows[r++] = (tts_prompt_row){voice->instruct[i], -1, 0};
+    for (size_t i = 0; i < PREFIX; i++) out->rows[r++] = (tts_prompt_row){ids[i], -1, 0};
     /* the codec prefix minus its bos; the row aligned with pad carries tts_bos */
     for (size_t i = 0; i + 1 < k; i++)
-        out->rows[r++] = (tts_prompt_row){i + 2 < k ? c->tts_pad : c->tts_bos, codec[i]};
+        out->rows[r++] = (tts_prompt_row){i + 2 < k ? c->tts_pad : c->tts_bos, codec[i], 0};
     if (streaming) {
-        out->rows[r++] = (tts_prompt_row){text[0], c->codec_bos};
+        out->rows[r++] = (tts_prompt_row){text[0], c->codec_bos, 0};
         for (size_t i = 1; i < n_text; i++) out->trailing[out->n_trailing++] = text[i];
         out->trailing[out->n_trailing++] = c->tts_eos;
     } else {
-        for (size_t i = 0; i < n_text; i++) out->rows[r++] = (tts_prompt_row){text[i], c->codec_pad};
-        out->rows[r++] = (tts_prompt_row){c->tts_eos, c->codec_pad};
-        out->rows[r++] = (tts_prompt_row){c->tts_pad, c->codec_bos};
+        for (size_t i = 0; i < n_text; i++) out->rows[r++] = (tts_prompt_row){text[i], c->codec_pad, 0};
+        out->rows[r++] = (tts_prompt_row){c->tts_eos, c->codec_pad, 0};
+        out->rows[r++] = (tts_prompt_row){c->tts_pad, c->codec_bos, 0};
     }
     out->n_rows = r;
     return EMBER_OK;

@@ -17,6 +17,8 @@ typedef struct tts_prompt_row {
     int32_t text;  /* text id whose projected embedding is added, -1 for none */
     int32_t codec; /* codec id whose embedding is added, -1 for none,
                       TTS_CODEC_XVECTOR for the x-vector itself */
+    int32_t ref_frame; /* 0: none; f + 1: reference frame f's codes, embedded
+                          as a generated frame is fed back (in-context clone) */
 } tts_prompt_row;
 
 typedef struct tts_prompt {
@@ -44,6 +46,11 @@ typedef struct tts_prompt_voice {
     const int32_t *instruct;
     size_t n_instruct;
     int xvector;
+    /* in-context cloning: the ids of "<|im_start|>assistant\n{ref_text}<|im_end|>\n"
+     * (its text is ids[3:-2]) and the number of reference frames; n_ref_ids 0: none */
+    const int32_t *ref_ids;
+    size_t n_ref_ids;
+    int32_t n_ref_frames;
 } tts_prompt_voice;
 
 /* tts_prompt_build with the voice parts (voice NULL: none). */

@@ -41,6 +41,14 @@ typedef struct tts_request {
     const int32_t *instruct_ids;
     size_t n_instruct_ids;
     const float *xvector;
+    /* in-context cloning (with the x-vector): the ids of
+     * "<|im_start|>assistant\n{ref_text}<|im_end|>\n" and the reference
+     * recording's frames (n_ref_frames x n_groups codes); the audio of those
+     * frames leads the decoder's stream and is not heard */
+    const int32_t *ref_ids;
+    size_t n_ref_ids;
+    const int32_t *ref_codes;
+    int32_t n_ref_frames;
 } tts_request;
 
 typedef struct tts_session tts_session;

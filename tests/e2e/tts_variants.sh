@@ -43,6 +43,14 @@ sys.exit(0 if ok else 1)' "$out"; then pass "$name"; else fail "$name" "$out"; f
 golden variant_1.7b_customvoice_instruct 1.7b-customvoice --speaker ryan --instruct "Speak slowly and warmly."
 golden variant_1.7b_voicedesign 1.7b-voicedesign --speaker none --instruct "A deep, calm voice."
 golden variant_0.6b_base_xvector_streaming 0.6b-base --speaker none --xvector-seed 5 --streaming
+# in-context clones: the reference's transcript and 9 (random) frames beside
+# the x-vector, both layouts; with 30 frames the text is shorter than them
+golden variant_0.6b_base_in_context 0.6b-base --speaker none --xvector-seed 5 --ref-text "Good morning, how are you?" \
+  --ref-frames 9
+golden variant_0.6b_base_in_context_streaming 0.6b-base --speaker none --xvector-seed 5 \
+  --ref-text "Good morning, how are you?" --ref-frames 9 --streaming
+golden variant_1.7b_base_in_context_padded 1.7b-base --speaker none --xvector-seed 8 --ref-text "Good morning." \
+  --ref-frames 30 --streaming
 
 # `ember tts` in each mode (a fixed split: the audio is then byte-stable)
 TTS=(--text "$TEXT" --language english --seed 3 --max-frames 12 --chunks 12 --no-calibration --threads 2)
@@ -50,6 +58,16 @@ wav_frames() { $PY -c 'import sys, wave; print(wave.open(sys.argv[1]).getnframes
 if $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --ref-audio $CLIP -o "$TMP/clone.wav" 2>"$TMP/err" &&
    [ "$(wav_frames "$TMP/clone.wav")" -ge 2 ]; then pass tts_clone_from_a_recording
 else fail tts_clone_from_a_recording "$(cat "$TMP/err")"; fi
+# in context: the recording's transcript and codes too (a saved voice with a
+# transcript speaks the same; --xvector-only drops them again)
+if $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --ref-audio $CLIP --ref-text "Hello there." -o "$TMP/icl.wav" \
+     2>"$TMP/err" && [ "$(wav_frames "$TMP/icl.wav")" -ge 2 ] && ! cmp -s "$TMP/icl.wav" "$TMP/clone.wav" &&
+   $EMBER voice create -m "$TMP/0.6b-base" --ref-audio $CLIP --ref-text "Hello there." -o "$TMP/t.voice" 2>/dev/null &&
+   $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --voice "$TMP/t.voice" -o "$TMP/icl2.wav" 2>/dev/null &&
+   cmp -s "$TMP/icl.wav" "$TMP/icl2.wav" &&
+   $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --voice "$TMP/t.voice" --xvector-only -o "$TMP/xo.wav" 2>/dev/null &&
+   cmp -s "$TMP/xo.wav" "$TMP/clone.wav"; then pass tts_in_context_clone
+else fail tts_in_context_clone "$(cat "$TMP/err")"; fi
 if $EMBER tts -m "$TMP/1.7b-voicedesign" "${TTS[@]}" --instruct "A deep, calm voice." -o "$TMP/vd.wav" 2>/dev/null &&
    $EMBER tts -m "$TMP/1.7b-voicedesign" "${TTS[@]}" -o "$TMP/vd-none.wav" 2>/dev/null &&
    ! cmp -s "$TMP/vd.wav" "$TMP/vd-none.wav"; then pass tts_voice_design_follows_the_description
@@ -91,8 +109,8 @@ expect_error tts_customvoice_has_no_speaker_encoder "only the Base models" \
   $EMBER tts -m models/tts-tiny "${TTS[@]}" --ref-audio $CLIP -o "$TMP/x.wav"
 expect_error tts_voicedesign_has_no_speakers "unknown speaker 'ryan'" \
   $EMBER tts -m "$TMP/1.7b-voicedesign" "${TTS[@]}" --speaker ryan -o "$TMP/x.wav"
-expect_error tts_in_context_clone_not_yet "not implemented yet" \
-  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --ref-audio $CLIP --ref-text "Hi." -o "$TMP/x.wav"
+expect_error tts_ref_text_needs_ref_audio "give both" \
+  $EMBER tts -m "$TMP/0.6b-base" "${TTS[@]}" --ref-text "Hi." -o "$TMP/x.wav"
 [ -e "$TMP/x.wav" ] && fail tts_refusals_leave_no_file || pass tts_refusals_leave_no_file
 # `serve --tts BASE --voices DIR`: "voice" names a saved voice (the audio of
 # `ember tts --voice`), a built-in speaker or "instructions" are 400s naming
@@ -101,19 +119,23 @@ expect_error tts_in_context_clone_not_yet "not implemented yet" \
 speech() { # speech BODY OUT: the status
   curl -s -o "$2" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$1" "$BASE/v1/audio/speech"
 }
-mkdir "$TMP/voices" && cp "$TMP/v.voice" "$TMP/voices/anna.voice"
-$EMBER tts -m "$TMP/0.6b-base" --text "$TEXT" --language english --seed 7 --max-frames 12 --voice "$TMP/v.voice" \
-  --no-calibration --stream >"$TMP/cli.pcm" 2>/dev/null
-if start_server "$TMP/base.log" -m models/tiny --tts "$TMP/0.6b-base" --voices "$TMP/voices" --threads 2; then
-  BODY='{"input":"'"$TEXT"'","language":"english","seed":7,"max_frames":12,"response_format":"pcm"'
-  code=$(speech "$BODY"',"voice":"anna"}' "$TMP/srv.pcm")
-  if [ "$code" = 200 ] && $PY -c '
+mkdir "$TMP/voices" && cp "$TMP/v.voice" "$TMP/voices/anna.voice" && cp "$TMP/t.voice" "$TMP/voices/bob.voice"
+for v in v t; do
+  $EMBER tts -m "$TMP/0.6b-base" --text "$TEXT" --language english --seed 7 --max-frames 12 --voice "$TMP/$v.voice" \
+    --no-calibration --stream >"$TMP/cli-$v.pcm" 2>/dev/null
+done
+same_pcm() { $PY -c '
 import sys
 import numpy as np
 a = np.fromfile(sys.argv[1], dtype="<i2").astype(int); b = np.fromfile(sys.argv[2], dtype="<i2").astype(int)
-sys.exit(0 if len(a) == len(b) and len(a) and np.abs(a - b).max() <= 1 else 1)' "$TMP/srv.pcm" "$TMP/cli.pcm"; then
-    pass serve_saved_voice_speaks_as_the_cli
-  else fail serve_saved_voice_speaks_as_the_cli "status $code"; fi
+sys.exit(0 if len(a) == len(b) and len(a) and np.abs(a - b).max() <= 1 else 1)' "$1" "$2"; }
+if start_server "$TMP/base.log" -m models/tiny --tts "$TMP/0.6b-base" --voices "$TMP/voices" --threads 2; then
+  BODY='{"input":"'"$TEXT"'","language":"english","seed":7,"max_frames":12,"response_format":"pcm"'
+  code=$(speech "$BODY"',"voice":"anna"}' "$TMP/srv.pcm")
+  code2=$(speech "$BODY"',"voice":"bob"}' "$TMP/srv-t.pcm")
+  if [ "$code$code2" = 200200 ] && same_pcm "$TMP/srv.pcm" "$TMP/cli-v.pcm" && same_pcm "$TMP/srv-t.pcm" "$TMP/cli-t.pcm"; then
+    pass serve_saved_voices_speak_as_the_cli
+  else fail serve_saved_voices_speak_as_the_cli "status $code $code2"; fi
   code=$(speech "$BODY"',"voice":"ryan"}' "$TMP/e1.json")
   [ "$code" = 400 ] && grep -q '"param":"voice"' "$TMP/e1.json" && pass serve_base_refuses_a_speaker ||
     fail serve_base_refuses_a_speaker "$code $(cat "$TMP/e1.json")"

@@ -289,6 +289,89 @@ static void test_calibration_written_then_used(void)
     CHECK(system(cmd) == 0);
 }
 
+/* In-context cloning: a recording's voice with its transcript; the audio
+ * spoken is the tail of decoding the recording's codes followed by the
+ * generated frames in one stream (the official wrapper's trimming), checked
+ * with the public speech decoder. A tiny Base model is made by the
+ * checkpoint generator (skipped without torch). */
+static void test_in_context_clone_continues_the_recording(void)
+{
+    char dir[] = "/tmp/ember-speech-base-XXXXXX", line[256];
+    if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        printf("     (skipped: no torch to make a Base checkpoint)\n");
+        return;
+    }
+    REQUIRE(mkdtemp(dir));
+    snprintf(line, sizeof line,
+             "/usr/bin/python3 reference/make_tts_checkpoint.py --preset tiny --variant 0.6b-base --seed 6 "
+             "--out %s/m >/dev/null",
+             dir);
+    REQUIRE(system(line) == 0);
+    char model[64];
+    snprintf(model, sizeof model, "%s/m", dir);
+    ember_voice_params vp = ember_voice_default_params();
+    vp.codes = 1;
+    ember_voice_encoder *enc = NULL;
+    ember_voice *voice = NULL;
+    float *clip = NULL;
+    size_t n_clip = 0;
+    REQUIRE(ember_audio_read("tests/data/voice-ref-24k.wav", 24000, 60, &clip, &n_clip, NULL) == EMBER_OK);
+    REQUIRE(ember_voice_encoder_load(model, &vp, &enc) == EMBER_OK);
+    REQUIRE(ember_voice_create(enc, clip, n_clip, "Hello there, this is me.", &voice) == EMBER_OK);
+    const int64_t F = ember_voice_code_frames(enc, n_clip);
+    int32_t *all = malloc(sizeof *all * (size_t)(F + MAX_FRAMES) * 16);
+    REQUIRE(all && ember_voice_codebooks(enc) == 16 && ember_voice_codes(enc, clip, n_clip, all, NULL) == EMBER_OK);
+    ember_tts_params p = ember_tts_default_params();
+    p.n_threads = p.decoder_threads = 1;
+    ember_tts *t = NULL;
+    REQUIRE(ember_tts_load(model, &p, &t) == EMBER_OK);
+    ember_speech_request rq = ember_speech_default_request();
+    rq.text = "Nice to meet you.";
+    rq.language = "english";
+    rq.greedy = 1;
+    rq.max_frames = rq.min_frames = 10;
+    rq.voice = voice;
+    frames *icl = calloc(1, sizeof *icl), *xv = calloc(1, sizeof *xv);
+    REQUIRE(icl && xv && ember_tts_codes(t, &rq, on_codes, icl, NULL) == EMBER_OK && icl->n == 10);
+    rq.xvector_only = 1;
+    REQUIRE(ember_tts_codes(t, &rq, on_codes, xv, NULL) == EMBER_OK);
+    CHECK_MSG(memcmp(icl->codes, xv->codes, 10 * 16 * sizeof(int32_t)), "the transcript and codes changed nothing");
+    rq.xvector_only = 0;
+    rq.chunks = "3";
+    audio a = audio_new(64 * 1920);
+    const ember_status spoke = ember_tts_speak(t, &rq, on_f32, on_s16, &a, NULL);
+    CHECK_MSG(spoke == EMBER_OK, "speak: %s", ember_last_error());
+    REQUIRE(spoke == EMBER_OK);
+    memcpy(all + F * 16, icl->codes, 10 * 16 * sizeof(int32_t));
+    ember_codec_params cp = ember_codec_default_params();
+    cp.n_threads = 1;
+    ember_codec *codec = NULL;
+    float *ref = malloc(sizeof *ref * (size_t)(F + 10) * 1920);
+    REQUIRE(ref && ember_codec_load(model, &cp, &codec) == EMBER_OK);
+    REQUIRE(ember_codec_push(codec, all, (int32_t)F + 10, ref) == EMBER_OK);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.n && a.n == 10 * 1920; i++) {
+        const double d = (double)a.f32[i] - ref[(size_t)F * 1920 + i];
+        num += d * d;
+        den += (double)ref[(size_t)F * 1920 + i] * ref[(size_t)F * 1920 + i];
+    }
+    CHECK_MSG(a.n == 10 * 1920 && den > 0 && sqrt(num / den) < 1e-4, "%zu samples, relative error %g", a.n,
+              den > 0 ? sqrt(num / den) : -1.0);
+    ember_codec_free(codec);
+    ember_tts_free(t);
+    ember_voice_free(voice);
+    ember_voice_encoder_free(enc);
+    ember_free(clip);
+    free(all);
+    free(ref);
+    free(icl);
+    free(xv);
+    free(a.f32);
+    free(a.s16);
+    snprintf(line, sizeof line, "rm -rf %s", dir);
+    CHECK(system(line) == 0);
+}
+
 int main(void)
 {
     RUN(test_audio_is_its_codes_decoded);
@@ -296,5 +379,6 @@ int main(void)
     RUN(test_min_frames_cancel_and_stats);
     RUN(test_bad_requests);
     RUN(test_calibration_written_then_used);
+    RUN(test_in_context_clone_continues_the_recording);
     return check_summary();
 }

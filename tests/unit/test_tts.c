@@ -192,14 +192,14 @@ static void prompt_voices(void)
     tts_prompt p;
     parse_ok(&c);
     const int32_t instruct[] = {10, 30, 5, 40, 41, 11, 5}; /* <|im_start|>user\n i1 i2 <|im_end|>\n */
-    const tts_prompt_voice with_instruct = {instruct, 7, 0};
+    const tts_prompt_voice with_instruct = {instruct, 7, 0, NULL, 0, 0};
     REQUIRE(tts_prompt_build_voice(&c, ids3, 11, tts_config_speaker(&c, "ryan"), tts_config_language(&c, "english"),
                                    0, &with_instruct, &p) == EMBER_OK);
     CHECK(p.n_rows == 2 + 3 + 16);
     for (size_t i = 0; i < 7; i++) CHECK(row_is(&p, i, instruct[i], -1));
     CHECK(row_is(&p, 7, 10, -1) && row_is(&p, 14, 13, 90) && row_is(&p, 20, 13, 71));
     tts_prompt_free(&p);
-    const tts_prompt_voice clone = {NULL, 0, 1};
+    const tts_prompt_voice clone = {NULL, 0, 1, NULL, 0, 0};
     REQUIRE(tts_prompt_build_voice(&c, ids3, 11, -1, tts_config_language(&c, "english"), 1, &clone, &p) ==
             EMBER_OK);
     CHECK(p.n_rows == 10);
@@ -207,7 +207,7 @@ static void prompt_voices(void)
     tts_prompt_free(&p);
     CHECK(tts_prompt_build_voice(&c, ids3, 11, 0, 0, 1, &clone, &p) == EMBER_ERR_INVALID_ARG); /* both */
     const int32_t outside[] = {10, 64, 5};
-    const tts_prompt_voice bad = {outside, 3, 0};
+    const tts_prompt_voice bad = {outside, 3, 0, NULL, 0, 0};
     CHECK(tts_prompt_build_voice(&c, ids3, 11, 0, 0, 0, &bad, &p) == EMBER_ERR_INVALID_ARG);
 }
 
@@ -436,7 +436,7 @@ static void valid_checkpoint_runs(void)
             tts_model_free(m);
             REQUIRE(0);
         }
-        tts_request rq = {ids3, 11, "ryan", "english", 0, 0, 7, 5, 0, NULL, NULL, 0, NULL};
+        tts_request rq = {ids3, 11, "ryan", "english", 0, 0, 7, 5, 0, NULL, NULL, 0, NULL, NULL, 0, NULL, 0};
         int32_t ca[5][4], cb[5][4];
         int done_a = 0, done_b = 0, na = 0, nb = 0;
         CHECK(tts_session_start(a, &rq) == EMBER_OK && tts_session_start(b, &rq) == EMBER_OK);
