@@ -89,6 +89,17 @@ static int32_t chunk_size(const handoff *h, int32_t i, double now_ms, int32_t em
 
 static int is_alone(const handoff *h, int32_t i) { return h->alone_chunks < 0 || i < h->alone_chunks; }
 
+/* The decoder's error ends the request: the generator sees it cancelled. */
+static void decoder_failed(handoff *h, ember_status st)
+{
+    pthread_mutex_lock(&h->mu);
+    h->dec_status = st;
+    snprintf(h->dec_error, sizeof h->dec_error, "%s", ember_last_error());
+    h->cancelled = 1;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
 /* The decoder thread: waits for each chunk's frames (or the end), decodes
  * them and hands the PCM to the callback. Each chunk's size is decided when
  * the previous one's audio is ready, so a controller sees every arrival. */
@@ -106,12 +117,7 @@ static void *decoder_main(void *arg)
         const int32_t n = h->n_prime - f < h->flush_cap ? h->n_prime - f : h->flush_cap;
         ember_status st = c2w_stream_push(h->dec, h->prime + (size_t)f * h->groups, n, h->pcm);
         if (st) {
-            pthread_mutex_lock(&h->mu);
-            h->dec_status = st;
-            snprintf(h->dec_error, sizeof h->dec_error, "%s", ember_last_error());
-            h->cancelled = 1;
-            pthread_cond_broadcast(&h->cv);
-            pthread_mutex_unlock(&h->mu);
+            decoder_failed(h, st);
             return NULL;
         }
         f += n;
@@ -147,11 +153,7 @@ static void *decoder_main(void *arg)
             pthread_mutex_unlock(&h->mu);
         }
         if (st) {
-            pthread_mutex_lock(&h->mu);
-            h->dec_status = st;
-            snprintf(h->dec_error, sizeof h->dec_error, "%s", ember_last_error());
-            h->cancelled = 1;
-            pthread_mutex_unlock(&h->mu);
+            decoder_failed(h, st);
             break;
         }
         h->decoder_ms += now - t;
