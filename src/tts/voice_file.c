@@ -1,6 +1,7 @@
 #include "tts/voice_file.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,8 +100,9 @@ static char *dup_string(const cJSON *s)
 static int header_int(const cJSON *o, const char *key, int32_t lo, int32_t hi, int32_t *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int32_t)v->valuedouble || v->valuedouble < lo ||
-        v->valuedouble > hi)
+    /* the range first: a value outside int32_t must not reach the cast */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+        v->valuedouble != floor(v->valuedouble))
         return -1;
     *out = (int32_t)v->valuedouble;
     return 0;
