@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "io/wav.h"
 #include "tts/tts_internal.h"
+#include "tts/tts_text.h"
 
 /* A request resolved: the prompt's ids (owned when made from text), the
  * sampling, and the frame limit. */
@@ -27,23 +28,13 @@ static void resolved_free(resolved *rs)
     rs->owned_ids = rs->instruct_ids = rs->ref_ids = NULL;
 }
 
-/* The ids of head + text + tail, tokenized whole (as the official code
- * does, then used whole or sliced by the prompt). */
-static ember_status encode_framed(ember_tts *t, const char *head, const char *text, const char *tail,
-                                  int32_t **ids, size_t *n)
+/* A text of the prompt in its frame (tts_text.h), with the model's tokenizer. */
+static ember_status encode_framed(ember_tts *t, tts_text_kind kind, const char *text, int32_t **ids, size_t *n)
 {
     if (!t->tok)
         return ember_fail(EMBER_ERR_INVALID_ARG, "speech text needs the model's tokenizer: %s (or pass text_ids)",
                           t->tok_error);
-    size_t len = strlen(head) + strlen(text) + strlen(tail);
-    char *full = malloc(len + 1);
-    if (!full) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
-    strcpy(full, head);
-    strcat(full, text);
-    strcat(full, tail);
-    ember_status st = et_tokenizer_encode(t->tok, full, len, false, ids, n);
-    free(full);
-    return st;
+    return tts_text_encode(t->tok, kind, text, ids, n);
 }
 
 /* The voice: the instruction's block and the x-vector, checked against
@@ -81,7 +72,7 @@ static ember_status resolve_voice(ember_tts *t, const ember_speech_request *rq, 
             return ember_fail(EMBER_ERR_INVALID_ARG, "in-context cloning takes an x-vector (or a saved voice), "
                                                      "ref_text and the reference's codes");
         size_t n_ids = 0;
-        ember_status st = encode_framed(t, "<|im_start|>assistant\n", ref_text, "<|im_end|>\n", &out->ref_ids, &n_ids);
+        ember_status st = encode_framed(t, TTS_TEXT_REFERENCE, ref_text, &out->ref_ids, &n_ids);
         if (st) return st;
         out->r.ref_ids = out->ref_ids;
         out->r.n_ref_ids = n_ids;
@@ -89,8 +80,7 @@ static ember_status resolve_voice(ember_tts *t, const ember_speech_request *rq, 
         out->r.n_ref_frames = n_ref;
     }
     if (!rq->instruct || !rq->instruct[0]) return EMBER_OK; /* an empty instruction is none */
-    return encode_framed(t, "<|im_start|>user\n", rq->instruct, "<|im_end|>\n", &out->instruct_ids,
-                         &out->r.n_instruct_ids);
+    return encode_framed(t, TTS_TEXT_INSTRUCT, rq->instruct, &out->instruct_ids, &out->r.n_instruct_ids);
 }
 
 /* Negative: generation_config's; otherwise the value for both models. */
@@ -121,8 +111,7 @@ static ember_status resolve(ember_tts *t, const ember_speech_request *rq, resolv
     ember_status st = apply_sampling(rq, &out->sampling);
     if (st) return st;
     if (rq->text) {
-        st = encode_framed(t, "<|im_start|>assistant\n", rq->text, "<|im_end|>\n<|im_start|>assistant\n",
-                           &out->owned_ids, &out->r.n_text_ids);
+        st = encode_framed(t, TTS_TEXT_TARGET, rq->text, &out->owned_ids, &out->r.n_text_ids);
         out->r.text_ids = out->owned_ids;
     } else {
         out->r.text_ids = rq->text_ids;

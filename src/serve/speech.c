@@ -14,6 +14,7 @@
 #include "serve/speech_voices.h"
 #include "tokenizer/tokenizer.h"
 #include "tts/tts_pipeline.h"
+#include "tts/tts_text.h"
 
 enum speech_format { FORMAT_WAV, FORMAT_PCM };
 
@@ -340,19 +341,6 @@ static int get_string(const cJSON *o, const char *key, int required, const char 
     return 0;
 }
 
-/* The ids of head + text + tail, tokenized whole. */
-static ember_status encode_framed(sv_speech *s, const char *head, const char *text, const char *tail, int32_t **ids,
-                                  size_t *n)
-{
-    size_t len = strlen(head) + strlen(text) + strlen(tail);
-    char *full = malloc(len + 1);
-    if (!full) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
-    snprintf(full, len + 1, "%s%s%s", head, text, tail);
-    const ember_status st = et_tokenizer_encode(s->tok, full, len, false, ids, n);
-    free(full);
-    return st;
-}
-
 /* "voice" and "instructions" against what the model is: a built-in
  * speaker or a saved voice (a Base model's), and an instruction for a model
  * that takes one (a 0.6B model drops it, as the official code does). */
@@ -373,14 +361,13 @@ static int parse_voice(sv_speech *s, const char *voice, const char *instructions
                             "a Base model (voice cloning) takes no instructions");
     q->xvector = saved ? saved->xvector : NULL;
     if (saved && saved->ref_text && saved->n_frames) { /* in context: its transcript and frames too */
-        if (encode_framed(s, "<|im_start|>assistant\n", saved->ref_text, "<|im_end|>\n", &q->ref_ids,
-                          &q->n_ref_ids))
+        if (tts_text_encode(s->tok, TTS_TEXT_REFERENCE, saved->ref_text, &q->ref_ids, &q->n_ref_ids))
             return sv_error_set(e, 500, "server_error", NULL, NULL, "voice: %s", ember_last_error());
         q->ref_codes = saved->codes;
         q->n_ref_frames = saved->n_frames;
     }
     if (!instructions || !instructions[0] || c->small) return 0;
-    return encode_framed(s, "<|im_start|>user\n", instructions, "<|im_end|>\n", &q->instruct_ids, &q->n_instruct_ids)
+    return tts_text_encode(s->tok, TTS_TEXT_INSTRUCT, instructions, &q->instruct_ids, &q->n_instruct_ids)
                ? sv_error_set(e, 400, "invalid_request_error", "instructions", NULL, "instructions: %s",
                               ember_last_error())
                : 0;
@@ -464,8 +451,7 @@ static int parse(sv_speech *s, const char *body, size_t len, speech_job *q, sv_e
     snprintf(q->voice, sizeof q->voice, "%s", voice ? voice : "");
     snprintf(q->language, sizeof q->language, "%s", language ? language : "");
     /* the text template the TTS prompt takes (tts_session.h) */
-    if (encode_framed(s, "<|im_start|>assistant\n", input, "<|im_end|>\n<|im_start|>assistant\n", &q->ids,
-                      &q->n_ids)) {
+    if (tts_text_encode(s->tok, TTS_TEXT_TARGET, input, &q->ids, &q->n_ids)) {
         sv_error_set(e, 400, "invalid_request_error", "input", NULL, "input: %s", ember_last_error());
         goto done;
     }
