@@ -32,6 +32,19 @@ static size_t codec_prefix(const tts_config *c, int32_t speaker, int32_t languag
     return n;
 }
 
+/* The rows every layout begins with: the instruction, the role, and the
+ * codec prefix minus its bos (the row aligned with pad carries tts_bos).
+ * Returns how many. */
+static size_t head_rows(const tts_config *c, const int32_t *ids, const tts_prompt_voice *v, const int32_t *codec,
+                        size_t k, tts_prompt_row *rows)
+{
+    size_t r = 0;
+    for (size_t i = 0; i < v->n_instruct; i++) rows[r++] = (tts_prompt_row){v->instruct[i], -1, 0};
+    for (size_t i = 0; i < PREFIX; i++) rows[r++] = (tts_prompt_row){ids[i], -1, 0};
+    for (size_t i = 0; i + 1 < k; i++) rows[r++] = (tts_prompt_row){i + 2 < k ? c->tts_pad : c->tts_bos, codec[i], 0};
+    return r;
+}
+
 /* In-context cloning (layouts C and D of qwen3-tts-voices.md section 4):
  * after the role and the codec prefix (an x-vector speaker), the text Q =
  * [reference text, target text, tts_eos] meets the codec stream D = [bos,
@@ -68,10 +81,7 @@ static ember_status icl_prompt(const tts_config *c, const int32_t *ids, size_t n
         tts_prompt_free(out);
         return ember_fail(EMBER_ERR_NO_MEMORY, "TTS prompt: out of memory");
     }
-    size_t r = 0;
-    for (size_t i = 0; i < v->n_instruct; i++) out->rows[r++] = (tts_prompt_row){v->instruct[i], -1, 0};
-    for (size_t i = 0; i < PREFIX; i++) out->rows[r++] = (tts_prompt_row){ids[i], -1, 0};
-    for (size_t i = 0; i + 1 < kc; i++) out->rows[r++] = (tts_prompt_row){i + 2 < kc ? c->tts_pad : c->tts_bos, codec[i], 0};
+    size_t r = head_rows(c, ids, v, codec, kc, out->rows);
     if (streaming) {
         for (size_t j = 0; j <= F; j++) /* D_j: bos, then frame j-1 */
             out->rows[r++] = (tts_prompt_row){j < n_q ? q[j] : c->tts_pad, j ? -1 : c->codec_bos, (int32_t)j};
@@ -136,12 +146,7 @@ ember_status tts_prompt_build_voice(const tts_config *c, const int32_t *ids, siz
         tts_prompt_free(out);
         return ember_fail(EMBER_ERR_NO_MEMORY, "TTS prompt: out of memory");
     }
-    size_t r = 0;
-    for (size_t i = 0; i < voice->n_instruct; i++) out->rows[r++] = (tts_prompt_row){voice->instruct[i], -1, 0};
-    for (size_t i = 0; i < PREFIX; i++) out->rows[r++] = (tts_prompt_row){ids[i], -1, 0};
-    /* the codec prefix minus its bos; the row aligned with pad carries tts_bos */
-    for (size_t i = 0; i + 1 < k; i++)
-        out->rows[r++] = (tts_prompt_row){i + 2 < k ? c->tts_pad : c->tts_bos, codec[i], 0};
+    size_t r = head_rows(c, ids, voice, codec, k, out->rows);
     if (streaming) {
         out->rows[r++] = (tts_prompt_row){text[0], c->codec_bos, 0};
         for (size_t i = 1; i < n_text; i++) out->trailing[out->n_trailing++] = text[i];
