@@ -20,6 +20,10 @@ passed=0
 failed=0
 failures=()
 
+# A phase's header with the seconds since the start, so a slow CI run shows
+# where its time went.
+phase() { echo "== $1 (at ${SECONDS}s)"; }
+
 record() { # record NAME STATUS
   if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "PASS $1";
   else failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1"; fi
@@ -27,9 +31,10 @@ record() { # record NAME STATUS
 
 # Runs a binary that prints PASS/FAIL lines and adds its cases to the count.
 run_cases() { # run_cases LABEL COMMAND [ARGS...]
-  local out rc n_pass n_fail
+  local out rc n_pass n_fail t0=$SECONDS
   out=$("${@:2}" 2>&1); rc=$?   # the command and its arguments
   echo "$out" | sed "s/^/[$1] /"
+  echo "[$1] took $((SECONDS - t0))s"
   n_pass=$(grep -c '^PASS ' <<<"$out")
   n_fail=$(grep -c '^FAIL ' <<<"$out")
   passed=$((passed + n_pass)); failed=$((failed + n_fail))
@@ -39,14 +44,14 @@ run_cases() { # run_cases LABEL COMMAND [ARGS...]
   fi
 }
 
-echo "== build (warnings are errors)"
+phase "build (warnings are errors)"
 if make -j"$JOBS" all tests >/tmp/ember-build.log 2>&1; then record build 0
 else cat /tmp/ember-build.log; record build 1; fi
 
-echo "== unit tests"
+phase "unit tests"
 for t in build/tests/test_*; do [ -x "$t" ] && run_cases "$(basename "$t")" "$t"; done
 
-echo "== NEON kernels (aarch64 cross build, under qemu-user)"
+phase "NEON kernels (aarch64 cross build, under qemu-user)"
 # qemu's default CPU has dotprod; a Cortex-A53 has not: both neon paths run.
 if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
   if make -j"$JOBS" build/neon/test_kernels build/neon/test_kquants >/tmp/ember-build-neon.log 2>&1; then
@@ -60,7 +65,7 @@ else
   echo "SKIP neon kernels: aarch64-linux-gnu-gcc or qemu-aarch64 missing (scripts/setup.sh installs them)"
 fi
 
-echo "== unit tests under ASan+UBSan"
+phase "unit tests under ASan+UBSan"
 if make -j"$JOBS" SAN=1 all tests >/tmp/ember-build-san.log 2>&1; then
   record build-san 0
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
@@ -74,10 +79,10 @@ if make -j"$JOBS" SAN=1 all tests >/tmp/ember-build-san.log 2>&1; then
   unset ASAN_OPTIONS UBSAN_OPTIONS
 else cat /tmp/ember-build-san.log; record build-san 1; fi
 
-echo "== end-to-end"
+phase "end-to-end"
 for t in tests/e2e/*.sh; do run_cases "$(basename "$t" .sh)" "$t"; done
 
-echo "== fuzz smoke (${FUZZ_SECONDS}s per target)"
+phase "fuzz smoke (${FUZZ_SECONDS}s per target)"
 if make -j"$JOBS" fuzz >/tmp/ember-build-fuzz.log 2>&1; then
   record build-fuzz 0
   for f in build-fuzz/fuzz_*; do
@@ -91,5 +96,6 @@ if make -j"$JOBS" fuzz >/tmp/ember-build-fuzz.log 2>&1; then
 else cat /tmp/ember-build-fuzz.log; record build-fuzz 1; fi
 
 [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
+echo "total ${SECONDS}s"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
