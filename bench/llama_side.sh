@@ -6,7 +6,7 @@
 # (file, program) and one per file with the ratios.
 #
 # llama.cpp is built from the source in the npm package node-llama-cpp
-# (scripts/llama_cpp_source.sh) into a cache outside the repository, once.
+# (scripts/llama_cpp_build.sh) into a cache outside the repository, once.
 # Files: for each TYPE, the file ember writes (`ember quantize --type TYPE`)
 # and, for the types llama-quantize knows, the file llama.cpp writes from the
 # same bf16 GGUF, so each program also runs the other's files.
@@ -25,16 +25,7 @@ types=${TYPES:-q8_0 q4_0 q4_k_m q5_k_m q6_k q3_k_m}
 mkdir -p "$out"
 make -s -j2 build/ember
 
-src=$(scripts/llama_cpp_source.sh)
-bld=${EMBER_LLAMA_BUILD:-$(dirname "$src")/build-$(basename "$src")}
-if [ ! -x "$bld/bin/llama-bench" ] || [ ! -x "$bld/bin/llama-quantize" ]; then
-  echo "building llama.cpp in $bld (once; ~10-20 min on 2 cores)" >&2
-  cmake -S "$src" -B "$bld" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >"$bld.cmake.log" 2>&1 ||
-    { tail -20 "$bld.cmake.log" >&2; exit 1; }
-  cmake --build "$bld" --target llama-bench llama-quantize -j2 >"$bld.build.log" 2>&1 ||
-    { tail -20 "$bld.build.log" >&2; exit 1; }
-fi
+bld=$(scripts/llama_cpp_build.sh llama-bench llama-quantize) || exit 1
 
 model="$out/spark-1.7b-bf16"
 [ -f "$model/config.json" ] ||
