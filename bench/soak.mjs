@@ -116,7 +116,7 @@ async function client(end) {
       else if (r < 0.875) await ops.stream(1 + Math.random() * 50);
       else await ops.speech(1 + Math.random() * 50);
     } catch (e) {
-      if (e.name !== 'AbortError') { count('request', null); problems.push(String(e.message || e)); }
+      if (e.name !== 'AbortError') { count('request', null); problems.push(String(e.message || e) + (e.cause ? `: ${e.cause.code || e.cause.message || e.cause}` : "")); }
     }
     // a 503 says Retry-After: 1; clients here come back a little sooner
     if (statuses['503']) await new Promise((r2) => setTimeout(r2, Math.random() * 200));
