@@ -110,6 +110,7 @@ static int respond(ember_conversation *conv, const ember_generate_params *gp, ca
     fprintf(stderr, "\n[%d of %d prompt tokens run, %.1f tok/s; %d tokens, %.1f tok/s; %s]\n", fresh,
             r.prompt_tokens, fresh / (r.prefill_ms / 1e3 + 1e-9), r.completion_tokens,
             r.completion_tokens / (gen_ms / 1e3 + 1e-9), ember_finish_name(r.finish));
+    cli_print_speculation(stderr, &r);
     return 0;
 }
 

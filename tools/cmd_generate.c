@@ -254,6 +254,7 @@ int cmd_generate(int argc, char **argv)
             t1 - t0, n_ids, cached, prefill_s > 0 ? (double)run / prefill_s : 0.0, res.completion_tokens,
             res.completion_tokens > 1 ? (double)(res.completion_tokens - 1) / decode_s : 0.0,
             ember_finish_name(res.finish));
+    cli_print_speculation(stderr, &res);
     if (cache_path && save_session(s, cache_path, ids, n_ids, &k)) goto fail;
     rc = 0;
     if (cli_stats_close(stats, stats_path, "generate")) rc = 1;
