@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/stats.h"
 #include "base/status.h"
 #include "llm/session_internal.h"
 #include "llm/verify.h"
@@ -85,8 +86,10 @@ ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick
     int32_t n_draft = k > 0 ? ngram_draft(d->seq, d->n_seq + 1, k, chunk + 1) : 0;
 
     const float *rows = NULL;
+    double t0 = ember_clock_ms();
     ember_status st = llm_verify(d->v, chunk, 1 + n_draft, &rows);
     if (st) return st;
+    spec_adapt_time(&d->adapt, 1 + n_draft, ember_clock_ms() - t0);
     const size_t vocab = (size_t)s->m->cfg.vocab;
     const int64_t p0 = s->pos - 1 - n_draft;
     int32_t j = 0, picked = 0, rejected = 0;

@@ -3,6 +3,7 @@
  * read off by eye, and the draft-length policy (src/speculate/adapt.c):
  * drafts that keep being accepted push K to draft_max, drafts that keep
  * being rejected take it down to 1. */
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
@@ -86,8 +87,26 @@ static void half_acceptance_settles_between(void)
     int32_t k = spec_adapt_k(&a);
     CHECK_MSG(k > 1 && k < 8, "k %d at rate %.3f", k, spec_adapt_rate(&a));
     /* E(K) at rate 1/2: 1 + 1/2 + 1/4 = 1.75 tokens for K = 2 with free rows */
-    CHECK(spec_expected_speedup(0.5, 2, 0) == 1.75);
-    CHECK(spec_expected_speedup(0.5, 2, 0.25) == 1.75 / 1.5);
+    CHECK(spec_expected_speedup(0.5, 2, 1) == 1.75);
+    CHECK(spec_expected_speedup(0.5, 2, 1.5) == 1.75 / 1.5);
+}
+
+static void measured_cost_shortens_drafts(void)
+{
+    /* at acceptance ~0.8 cheap rows (the prior) favour long drafts; passes
+     * measured to cost nearly a step per row favour short ones */
+    spec_adapt a;
+    spec_adapt_init(&a, 8, 0.1f);
+    for (int i = 0; i < 100; i++) spec_adapt_update(&a, 5, i % 5 ? 5 : 4);
+    const int32_t prior_k = spec_adapt_k(&a);
+    CHECK(fabs(spec_adapt_cost(&a, 3) - 1.3) < 1e-6);
+    for (int32_t rows = 1; rows <= 9; rows++) spec_adapt_time(&a, rows, 10.0 * rows);
+    CHECK(spec_adapt_cost(&a, 3) == 4.0);
+    const int32_t measured_k = spec_adapt_k(&a);
+    CHECK_MSG(prior_k == 8 && measured_k < prior_k, "k %d with the prior, %d measured (rate %.2f)",
+              prior_k, measured_k, spec_adapt_rate(&a));
+    spec_adapt_time(&a, 4, 10.0 * 4 + 10.0); /* a running mean, not the last time */
+    CHECK(spec_adapt_cost(&a, 3) > 4.0 && spec_adapt_cost(&a, 3) < 5.0);
 }
 
 int main(void)
@@ -98,5 +117,6 @@ int main(void)
     RUN(accepted_drafts_grow_k);
     RUN(rejected_drafts_shrink_k);
     RUN(half_acceptance_settles_between);
+    RUN(measured_cost_shortens_drafts);
     return check_summary();
 }
