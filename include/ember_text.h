@@ -183,7 +183,9 @@ typedef struct ember_generate_params {
     void *user;
     /* step statistics (ember_stats.h); NULL: off. Per sampled token: the
      * series token, sampler, detokenize and decode_step (the forward step,
-     * added when absent), prefill once. */
+     * added when absent), prefill once. With speculate: verify_step (one
+     * per verify pass) instead of decode_step, and each token's time is its
+     * pass's shared by the ids the pass gave. */
     ember_stats *stats;
     ember_token_fn on_token;  /* each sampled id (NULL: not wanted); gets user */
     /* speculative decoding (see ember_speculate); not with the onnx backend */

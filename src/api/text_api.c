@@ -434,10 +434,13 @@ ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const in
     }
     r.prefill_ms = ember_clock_ms() - t0;
     /* the whole forward step of a token (the session splits its layers by
-     * type; textgen times the sampler and the detokenizer) */
-    int decode_id = p->stats ? ember_stats_find(p->stats, "decode_step") : -1;
+     * type; textgen times the sampler and the detokenizer), or with
+     * speculation the verify pass (its count against the tokens': ids per
+     * pass) */
+    const char *step_name = p->speculate ? "verify_step" : "decode_step";
+    int decode_id = p->stats ? ember_stats_find(p->stats, step_name) : -1;
     if (!st && p->stats && decode_id < 0)
-        st = ember_stats_add_series(p->stats, "decode_step", EMBER_STAT_TEXT, &decode_id);
+        st = ember_stats_add_series(p->stats, step_name, EMBER_STAT_TEXT, &decode_id);
     gen_state gs = {s, g, p, logits, (size_t)vocab, ET_FINISH_NONE, 0, 0};
     if (!st) st = p->speculate ? decode_speculating(&gs, ids, n, h, decode_id, &r) : decode_plain(&gs, h, decode_id);
     et_finish finish = gs.finish;
