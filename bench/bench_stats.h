@@ -26,21 +26,6 @@ static inline double bench_cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* "2,4,8" into out[0..): at most max values, each in [lo, hi]; the count,
- * or -1 for a malformed list. */
-static inline int bench_int_list(const char *s, long lo, long hi, int *out, int max)
-{
-    int n = 0;
-    for (const char *p = s; *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || n == max || (*end && *end != ',')) return -1;
-        out[n++] = (int)v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
-
 static inline int bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

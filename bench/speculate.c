@@ -3,7 +3,11 @@
  * tokens/s benchmark alike.
  *
  *   build/bench/speculate -m MODEL [--draft-max 1,2,4,8] [--reps R] [-n MAX_TOKENS]
- *       [--temp T --seed S] [--threads N] < prompts.jsonl > result.json
+ *       [--temp T --seed S] [--threads N] [--draft DIR [--draft-dtype T]] < prompts.jsonl
+ *
+ * With --draft, the speculative variants draft with that model (loaded with
+ * its weights converted to --draft-dtype: none, f32, bf16, q8_0, q4_0)
+ * instead of prompt lookup.
  *
  * prompts.jsonl: one {"ids": [...]} per line (rendered, tokenized prompts).
  * Per repetition, every variant (plain, then speculation with each
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "bench_stats.h"
 #include "ember.h"
 
@@ -91,12 +96,13 @@ typedef struct totals {
 /* One variant over every prompt: draft_max 0 is plain decoding (its replies
  * kept in the prompts on the first repetition, the reference of the rest). */
 static int run_variant(ember_session *s, prompt *ps, size_t n_ps, ember_generate_params gp,
-                       int draft_max, int first_rep, totals *t)
+                       const ember_model *draft, int draft_max, int first_rep, totals *t)
 {
     memset(t, 0, sizeof *t);
     ids_buf got = {0};
-    gp.speculate = draft_max ? EMBER_SPECULATE_NGRAM : EMBER_SPECULATE_NONE;
+    gp.speculate = !draft_max ? EMBER_SPECULATE_NONE : draft ? EMBER_SPECULATE_DRAFT : EMBER_SPECULATE_NGRAM;
     gp.draft_max = draft_max;
+    gp.draft_model = draft_max ? draft : NULL;
     gp.on_token = push_id;
     for (size_t i = 0; i < n_ps; i++) {
         ember_generate_result r;
@@ -126,7 +132,7 @@ static int run_variant(ember_session *s, prompt *ps, size_t n_ps, ember_generate
 
 int main(int argc, char **argv)
 {
-    const char *model_dir = NULL, *drafts = "1,2,4,8";
+    const char *model_dir = NULL, *drafts = "1,2,4,8", *draft_dir = NULL, *draft_dtype = "none";
     int reps = 3, threads = 0;
     ember_generate_params gp = ember_generate_default_params();
     gp.temperature = 0;
@@ -140,9 +146,11 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--temp") && v) gp.temperature = (float)atof(argv[++i]);
         else if (!strcmp(a, "--seed") && v) gp.seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(a, "--threads") && v) threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--draft") && v) draft_dir = argv[++i];
+        else if (!strcmp(a, "--draft-dtype") && v) draft_dtype = argv[++i];
         else {
             fprintf(stderr, "usage: speculate -m MODEL [--draft-max 1,2,4,8] [--reps R] [-n N] "
-                            "[--temp T --seed S] [--threads N] < prompts.jsonl\n");
+                            "[--temp T --seed S] [--threads N] [--draft DIR [--draft-dtype T]] < prompts.jsonl\n");
             return 2;
         }
     }
@@ -165,7 +173,12 @@ int main(int argc, char **argv)
     size_t longest = 0;
     for (size_t i = 0; i < n_ps; i++) longest = ps[i].n > longest ? ps[i].n : longest;
 
-    ember_model *m = NULL;
+    ember_model *m = NULL, *draft = NULL;
+    ember_model_params dmp = ember_model_default_params();
+    if (bench_parse_dtype(draft_dtype, &dmp.weight_type)) {
+        fprintf(stderr, "speculate: --draft-dtype none|f32|bf16|q8_0|q4_0\n");
+        return 2;
+    }
     ember_tokenizer *tok = NULL;
     ember_session *s = NULL;
     int32_t stop[MAX_STOP];
@@ -175,7 +188,7 @@ int main(int argc, char **argv)
     sp.n_threads = threads;
     if (ember_model_load(model_dir, NULL, &m) || ember_tokenizer_load(model_dir, &tok) ||
         ember_tokenizer_end_of_turn_ids(tok, model_dir, stop, MAX_STOP, &n_stop) ||
-        ember_session_create(m, &sp, &s)) {
+        ember_session_create(m, &sp, &s) || (draft_dir && ember_model_load(draft_dir, &dmp, &draft))) {
         fprintf(stderr, "speculate: %s\n", ember_last_error());
         return 1;
     }
@@ -186,10 +199,14 @@ int main(int argc, char **argv)
     static totals runs[MAX_REPS][MAX_VARIANTS];
     for (int r = 0; r < reps; r++)
         for (int v = 0; v < n_var; v++)
-            if (run_variant(s, ps, n_ps, gp, variants[v], r == 0, &runs[r][v])) return 1;
+            if (run_variant(s, ps, n_ps, gp, draft, variants[v], r == 0, &runs[r][v])) return 1;
 
     cJSON *out = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(out, "variants");
     cJSON_AddStringToObject(out, "model", model_dir);
+    if (draft_dir) {
+        cJSON_AddStringToObject(out, "draft", draft_dir);
+        cJSON_AddStringToObject(out, "draft_dtype", draft_dtype);
+    }
     cJSON_AddNumberToObject(out, "prompts", (double)n_ps);
     cJSON_AddNumberToObject(out, "max_tokens", gp.max_tokens);
     cJSON_AddNumberToObject(out, "temperature", gp.temperature);
@@ -209,7 +226,7 @@ int main(int argc, char **argv)
             plain_cpu_tps = cpu_med;
         }
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "mode", v ? "ngram" : "plain");
+        cJSON_AddStringToObject(o, "mode", !v ? "plain" : draft ? "draft" : "ngram");
         cJSON_AddNumberToObject(o, "draft_max", variants[v]);
         cJSON_AddNumberToObject(o, "tokens_per_s", med);
         cJSON_AddNumberToObject(o, "speedup", plain_tps > 0 ? med / plain_tps : 0);
@@ -240,6 +257,7 @@ int main(int argc, char **argv)
     free(ps);
     ember_session_free(s);
     ember_tokenizer_free(tok);
+    ember_model_free(draft);
     ember_model_free(m);
     return 0;
 }

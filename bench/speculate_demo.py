@@ -5,7 +5,7 @@ and the ids per verify pass, and whether the replies equal plain decoding's.
 
     /usr/bin/python3 bench/speculate_demo.py [--model models/demo] [--n 100] [--seed 2026]
         [--kinds call,call2] [--draft-max 1,2,4,8] [--reps 3] [--max-tokens 128]
-        [--temp 0 --sample-seed 0] [--threads N] [--json out.json]
+        [--temp 0 --sample-seed 0] [--threads N] [--draft DIR [--draft-dtype q4_0]] [--json out.json]
 
 Prompts: reference/demo/corpus.py heldout(seed, n) (seed 2026 is never
 trained on), cut where the assistant must reply, rendered with the chat
@@ -44,6 +44,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--ember", default=os.path.join(ROOT, "build", "ember"))
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "bench", "speculate"))
+    ap.add_argument("--draft", help="a draft model (same tokenizer) instead of prompt lookup")
+    ap.add_argument("--draft-dtype", default="none")
     ap.add_argument("--json")
     a = ap.parse_args()
     items = corpus.heldout(a.seed, a.n)
@@ -58,6 +60,8 @@ def main():
     cmd = [a.bench, "-m", a.model, "--draft-max", a.draft_max, "--reps", str(a.reps),
            "-n", str(a.max_tokens), "--temp", str(a.temp), "--seed", str(a.sample_seed),
            "--threads", str(a.threads)]
+    if a.draft:
+        cmd += ["--draft", a.draft, "--draft-dtype", a.draft_dtype]
     load_before = subprocess.run(["uptime"], stdout=subprocess.PIPE, text=True).stdout.strip()
     out = subprocess.run(cmd, input=inp, stdout=subprocess.PIPE, text=True, check=True).stdout
     r = json.loads(out)

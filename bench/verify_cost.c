@@ -20,26 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "bench_stats.h"
 #include "ember.h"
 #include "llm/verify.h"
 
 enum { MAX_K = 16, MAX_REPS = 32 };
-
-static int parse_dtype(const char *s, ember_type *t)
-{
-    static const struct {
-        const char *name;
-        ember_type type;
-    } types[] = {{"f32", EMBER_TYPE_F32}, {"bf16", EMBER_TYPE_BF16}, {"q8_0", EMBER_TYPE_Q8_0},
-                 {"q4_0", EMBER_TYPE_Q4_0}, {"none", EMBER_TYPE_NONE}};
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (!strcmp(s, types[i].name)) {
-            *t = types[i].type;
-            return 0;
-        }
-    return -1;
-}
 
 /* ids per pass with k drafts at acceptance a */
 static double yield(double a, int k)
@@ -87,7 +73,7 @@ int main(int argc, char **argv)
         return 2;
     }
     ember_model_params mp = ember_model_default_params();
-    if (!model_dir || parse_dtype(dtype, &mp.weight_type) || reps < 1 || reps > MAX_REPS || iters < 1 ||
+    if (!model_dir || bench_parse_dtype(dtype, &mp.weight_type) || reps < 1 || reps > MAX_REPS || iters < 1 ||
         context < 1) {
         fprintf(stderr, "verify_cost: -m MODEL needed; --dtype f32|bf16|q8_0|q4_0|none; --reps 1..%d\n",
                 MAX_REPS);

@@ -144,8 +144,10 @@ typedef struct ember_logit_bias {
  * ones plain decoding gives, greedy or sampled (same seed, same ids). */
 typedef enum ember_speculate {
     EMBER_SPECULATE_NONE = 0,
-    EMBER_SPECULATE_NGRAM /* prompt lookup: what followed the latest earlier
-                             occurrence of the last 3, 2 or 1 ids */
+    EMBER_SPECULATE_NGRAM, /* prompt lookup: what followed the latest earlier
+                              occurrence of the last 3, 2 or 1 ids */
+    EMBER_SPECULATE_DRAFT  /* a draft model's greedy guesses (draft_model: a
+                              smaller checkpoint with the same tokenizer) */
 } ember_speculate;
 
 typedef struct ember_generate_params {
@@ -193,6 +195,9 @@ typedef struct ember_generate_params {
     int32_t draft_max;         /* the most drafted ids per verify pass; the count
                                   adapts to the acceptance within 1..draft_max.
                                   0: 8 */
+    const ember_model *draft_model; /* for EMBER_SPECULATE_DRAFT: its own session
+                                  follows the reply (the whole prompt is run
+                                  through it too); NULL otherwise */
 } ember_generate_params;
 
 /* The neutral settings above. */

@@ -115,6 +115,7 @@ typedef struct cli_sampling {
     size_t n_bias;
     ember_speculate speculate;
     int32_t draft_max;
+    const char *draft_dir; /* --speculate draft:DIR */
 } cli_sampling;
 extern const char cli_sampling_usage[];
 void cli_sampling_init(cli_sampling *s);
@@ -125,6 +126,10 @@ int cli_sampling_option(int c, const char *arg, const char *cmd, cli_sampling *s
  * command line set, and its stop strings. p keeps pointers into s. */
 ember_status cli_sampling_generate_params(const cli_sampling *s, const char *model_dir,
                                           ember_generate_params *p);
+/* The draft model of --speculate draft:DIR, loaded with mp (the target's
+ * weight format), into *out and p->draft_model; nothing without one. */
+ember_status cli_sampling_load_draft(const cli_sampling *s, const ember_model_params *mp,
+                                     ember_model **out, ember_generate_params *p);
 /* One line on f with a reply's speculative decoding (verify passes, ids per
  * pass, accepted drafts); nothing when it did not speculate. */
 void cli_print_speculation(FILE *f, const ember_generate_result *r);

@@ -19,6 +19,8 @@ const char cli_sampling_usage[] =
     "  --speculate ngram        speculative decoding with prompt lookup: the same ids,\n"
     "                           several per pass over the weights when the reply copies\n"
     "                           its context\n"
+    "  --speculate draft:DIR    the same with a draft model's guesses (a smaller\n"
+    "                           checkpoint with the same tokenizer)\n"
     "  --draft-max K            the most drafted ids per verify pass, 1-64 (default 8;\n"
     "                           the count adapts to the acceptance)\n";
 
@@ -68,8 +70,14 @@ int cli_sampling_option(int c, const char *arg, const char *cmd, cli_sampling *s
         return 1;
     }
     case CLI_OPT_SPECULATE:
+        if (!strncmp(arg, "draft:", 6) && arg[6]) {
+            s->speculate = EMBER_SPECULATE_DRAFT;
+            s->draft_dir = arg + 6;
+            return 1;
+        }
         if (strcmp(arg, "ngram")) break;
         s->speculate = EMBER_SPECULATE_NGRAM;
+        s->draft_dir = NULL;
         return 1;
     case CLI_OPT_DRAFT_MAX:
         if (parse_float(arg, &v) || v < 1 || v > 64 || v != (int32_t)v) break;
@@ -103,6 +111,16 @@ ember_status cli_sampling_generate_params(const cli_sampling *s, const char *mod
     p->speculate = s->speculate;
     p->draft_max = s->draft_max;
     return EMBER_OK;
+}
+
+ember_status cli_sampling_load_draft(const cli_sampling *s, const ember_model_params *mp,
+                                     ember_model **out, ember_generate_params *p)
+{
+    *out = NULL;
+    if (!s->draft_dir) return EMBER_OK;
+    ember_status st = ember_model_load(s->draft_dir, mp, out);
+    p->draft_model = *out;
+    return st;
 }
 
 void cli_print_speculation(FILE *f, const ember_generate_result *r)

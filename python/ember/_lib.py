@@ -124,7 +124,7 @@ class GenerateParams(Structure):
         ("tool_names", POINTER(c_char_p)), ("n_tool_names", c_size_t),
         ("on_text", TEXT_FN), ("on_tool_call", TOOL_CALL_FN), ("user", c_void_p),
         ("stats", c_void_p), ("on_token", TOKEN_FN),
-        ("speculate", c_int), ("draft_max", c_int32),
+        ("speculate", c_int), ("draft_max", c_int32), ("draft_model", c_void_p),
     ]
 
 

@@ -360,12 +360,14 @@ static ember_status decode_speculating(gen_state *gs, const int32_t *ids, size_t
                                        const api_hooks *h, int decode_id, ember_generate_result *r)
 {
     const ember_generate_params *p = gs->p;
-    if (p->speculate != EMBER_SPECULATE_NGRAM)
+    if (p->speculate != EMBER_SPECULATE_NGRAM && p->speculate != EMBER_SPECULATE_DRAFT)
         return ember_fail(EMBER_ERR_INVALID_ARG, "speculate %d is not a speculation mode", (int)p->speculate);
+    if ((p->speculate == EMBER_SPECULATE_DRAFT) != (p->draft_model != NULL))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculate: a draft_model goes with EMBER_SPECULATE_DRAFT only");
     if (p->draft_max < 0 || p->draft_max > 64)
         return ember_fail(EMBER_ERR_INVALID_ARG, "draft_max %d must be in [0, 64] (0: 8)", p->draft_max);
     spec_decoder *d = NULL;
-    ember_status st = spec_decoder_create(gs->s, p->draft_max ? p->draft_max : 8, &d);
+    ember_status st = spec_decoder_create(gs->s, p->draft_max ? p->draft_max : 8, p->draft_model, &d);
     if (!st) st = spec_decoder_begin(d, ids, n);
     int32_t next;
     int end = 0;

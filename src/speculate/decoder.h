@@ -39,12 +39,16 @@ typedef ember_status (*spec_pick_fn)(void *user, const float *logits, int64_t he
                                      int *end);
 
 /* A decoder for session s (which must outlive it): drafts of up to
- * draft_max tokens, fewer when a sliding ring is shorter (see verify.h). */
-ember_status spec_decoder_create(ember_session *s, int32_t draft_max, spec_decoder **out);
+ * draft_max tokens, fewer when a sliding ring is shorter (see verify.h),
+ * from the n-gram drafter, or with `draft` (non-NULL: a model with the same
+ * vocabulary, which must outlive the decoder) from its greedy steps. */
+ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const ember_model *draft,
+                                 spec_decoder **out);
 void spec_decoder_free(spec_decoder *d);
 
 /* The last n tokens the session holds now (all of them, or the ones the
- * caller knows; the drafter looks them up); copied. */
+ * caller knows; the drafter looks them up); copied. A draft model needs all
+ * of them (its session is prefilled with them). */
 ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n);
 
 /* One step after *next was picked (see above). On return *next is the last
