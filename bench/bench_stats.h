@@ -16,6 +16,16 @@ static inline double bench_now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Seconds of CPU this process used (all its threads): on a machine shared
+ * with other work, a single-threaded run's CPU time is steadier than its
+ * wall time (a descheduled process does not count). */
+static inline double bench_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static inline int bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

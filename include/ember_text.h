@@ -138,6 +138,18 @@ typedef struct ember_logit_bias {
     float bias;
 } ember_logit_bias;
 
+/* Speculative decoding: a cheap guess of the next few ids is checked by one
+ * forward pass over all of them (the weights read once), so each accepted
+ * guess is an id for a fraction of a step. The ids that come out are the
+ * ones plain decoding gives, greedy or sampled (same seed, same ids). */
+typedef enum ember_speculate {
+    EMBER_SPECULATE_NONE = 0,
+    EMBER_SPECULATE_NGRAM, /* prompt lookup: what followed the latest earlier
+                              occurrence of the last 3, 2 or 1 ids */
+    EMBER_SPECULATE_DRAFT  /* a draft model's greedy guesses (draft_model: a
+                              smaller checkpoint with the same tokenizer) */
+} ember_speculate;
+
 typedef struct ember_generate_params {
     /* sampling, in Hugging Face's order: bias, repetition, presence/frequency,
      * temperature, top-k, top-p, min-p */
@@ -173,9 +185,19 @@ typedef struct ember_generate_params {
     void *user;
     /* step statistics (ember_stats.h); NULL: off. Per sampled token: the
      * series token, sampler, detokenize and decode_step (the forward step,
-     * added when absent), prefill once. */
+     * added when absent), prefill once. With speculate: verify_step (one
+     * per verify pass) instead of decode_step, and each token's time is its
+     * pass's shared by the ids the pass gave. */
     ember_stats *stats;
     ember_token_fn on_token;  /* each sampled id (NULL: not wanted); gets user */
+    /* speculative decoding (see ember_speculate); not with the onnx backend */
+    ember_speculate speculate; /* EMBER_SPECULATE_NONE (default) */
+    int32_t draft_max;         /* the most drafted ids per verify pass; the count
+                                  adapts to the acceptance within 1..draft_max.
+                                  0: 8 */
+    const ember_model *draft_model; /* for EMBER_SPECULATE_DRAFT: its own session
+                                  follows the reply (the whole prompt is run
+                                  through it too); NULL otherwise */
 } ember_generate_params;
 
 /* The neutral settings above. */
@@ -207,6 +229,10 @@ typedef struct ember_generate_result {
     double first_token_ms;     /* from the call to the first sampled token */
     double decode_ms;          /* from the first to the last sampled token */
     double total_ms;
+    /* speculative decoding (zero without it) */
+    int32_t verify_steps;      /* forward passes that verified drafts */
+    int32_t drafted_tokens;    /* drafted ids they ran */
+    int32_t accepted_tokens;   /* of those, the ones that agreed */
 } ember_generate_result;
 
 /* Generates after `prompt`: prefills the n_prompt ids after what the session

@@ -86,7 +86,9 @@ enum {
     CLI_OPT_FREQUENCY_PENALTY,
     CLI_OPT_SEED,
     CLI_OPT_STOP,
-    CLI_OPT_LOGIT_BIAS
+    CLI_OPT_LOGIT_BIAS,
+    CLI_OPT_SPECULATE,
+    CLI_OPT_DRAFT_MAX
 };
 #define CLI_SAMPLING_OPTIONS                                                               \
     {"greedy", no_argument, 0, CLI_OPT_GREEDY}, {"temp", required_argument, 0, CLI_OPT_TEMP}, \
@@ -98,7 +100,9 @@ enum {
         {"frequency-penalty", required_argument, 0, CLI_OPT_FREQUENCY_PENALTY},           \
         {"seed", required_argument, 0, CLI_OPT_SEED},                                     \
         {"stop", required_argument, 0, CLI_OPT_STOP},                                     \
-        {"logit-bias", required_argument, 0, CLI_OPT_LOGIT_BIAS}
+        {"logit-bias", required_argument, 0, CLI_OPT_LOGIT_BIAS},                         \
+        {"speculate", required_argument, 0, CLI_OPT_SPECULATE},                           \
+        {"draft-max", required_argument, 0, CLI_OPT_DRAFT_MAX}
 enum { CLI_MAX_STOP = 16, CLI_MAX_BIAS = 64 };
 typedef struct cli_sampling {
     float temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
@@ -109,6 +113,9 @@ typedef struct cli_sampling {
     size_t n_stop;
     ember_logit_bias bias[CLI_MAX_BIAS];
     size_t n_bias;
+    ember_speculate speculate;
+    int32_t draft_max;
+    const char *draft_dir; /* --speculate draft:DIR */
 } cli_sampling;
 extern const char cli_sampling_usage[];
 void cli_sampling_init(cli_sampling *s);
@@ -119,6 +126,13 @@ int cli_sampling_option(int c, const char *arg, const char *cmd, cli_sampling *s
  * command line set, and its stop strings. p keeps pointers into s. */
 ember_status cli_sampling_generate_params(const cli_sampling *s, const char *model_dir,
                                           ember_generate_params *p);
+/* The draft model of --speculate draft:DIR, loaded with mp (the target's
+ * weight format), into *out and p->draft_model; nothing without one. */
+ember_status cli_sampling_load_draft(const cli_sampling *s, const ember_model_params *mp,
+                                     ember_model **out, ember_generate_params *p);
+/* One line on f with a reply's speculative decoding (verify passes, ids per
+ * pass, accepted drafts); nothing when it did not speculate. */
+void cli_print_speculation(FILE *f, const ember_generate_result *r);
 
 /* --profile auto|off|explain (cli_profile.c), for generate, chat, serve,
  * tts and bench tts: the derived edge profile picks the weight format and

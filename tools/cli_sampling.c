@@ -15,7 +15,14 @@ const char cli_sampling_usage[] =
     "  --presence-penalty P --frequency-penalty F   OpenAI penalties (0 = off)\n"
     "  --logit-bias ID=BIAS     added to a token's logit (repeatable)\n"
     "  --seed S                 sampler seed (default 0)\n"
-    "  --stop TEXT              stop string (repeatable)\n";
+    "  --stop TEXT              stop string (repeatable)\n"
+    "  --speculate ngram        speculative decoding with prompt lookup: the same ids,\n"
+    "                           several per pass over the weights when the reply copies\n"
+    "                           its context\n"
+    "  --speculate draft:DIR    the same with a draft model's guesses (a smaller\n"
+    "                           checkpoint with the same tokenizer)\n"
+    "  --draft-max K            the most drafted ids per verify pass, 1-64 (default 8;\n"
+    "                           the count adapts to the acceptance)\n";
 
 static int parse_float(const char *arg, float *out)
 {
@@ -62,6 +69,20 @@ int cli_sampling_option(int c, const char *arg, const char *cmd, cli_sampling *s
         s->bias[s->n_bias++].bias = v;
         return 1;
     }
+    case CLI_OPT_SPECULATE:
+        if (!strncmp(arg, "draft:", 6) && arg[6]) {
+            s->speculate = EMBER_SPECULATE_DRAFT;
+            s->draft_dir = arg + 6;
+            return 1;
+        }
+        if (strcmp(arg, "ngram")) break;
+        s->speculate = EMBER_SPECULATE_NGRAM;
+        s->draft_dir = NULL;
+        return 1;
+    case CLI_OPT_DRAFT_MAX:
+        if (parse_float(arg, &v) || v < 1 || v > 64 || v != (int32_t)v) break;
+        s->draft_max = (int32_t)v;
+        return 1;
     default: return 0;
     }
     fprintf(stderr, "ember %s: bad value '%s' for a sampling option\n", cmd, arg ? arg : "");
@@ -87,5 +108,25 @@ ember_status cli_sampling_generate_params(const cli_sampling *s, const char *mod
     p->n_logit_bias = s->n_bias;
     p->stop = s->stop;
     p->n_stop = s->n_stop;
+    p->speculate = s->speculate;
+    p->draft_max = s->draft_max;
     return EMBER_OK;
+}
+
+ember_status cli_sampling_load_draft(const cli_sampling *s, const ember_model_params *mp,
+                                     ember_model **out, ember_generate_params *p)
+{
+    *out = NULL;
+    if (!s->draft_dir) return EMBER_OK;
+    ember_status st = ember_model_load(s->draft_dir, mp, out);
+    p->draft_model = *out;
+    return st;
+}
+
+void cli_print_speculation(FILE *f, const ember_generate_result *r)
+{
+    if (!r->verify_steps) return;
+    fprintf(f, "speculate: %d verify passes, %.2f ids per pass; %d of %d drafted ids accepted (%.1f%%)\n",
+            r->verify_steps, (double)r->completion_tokens / r->verify_steps, r->accepted_tokens,
+            r->drafted_tokens, r->drafted_tokens ? 100.0 * r->accepted_tokens / r->drafted_tokens : 0.0);
 }

@@ -110,6 +110,7 @@ static int respond(ember_conversation *conv, const ember_generate_params *gp, ca
     fprintf(stderr, "\n[%d of %d prompt tokens run, %.1f tok/s; %d tokens, %.1f tok/s; %s]\n", fresh,
             r.prompt_tokens, fresh / (r.prefill_ms / 1e3 + 1e-9), r.completion_tokens,
             r.completion_tokens / (gen_ms / 1e3 + 1e-9), ember_finish_name(r.finish));
+    cli_print_speculation(stderr, &r);
     return 0;
 }
 
@@ -171,7 +172,7 @@ int cmd_chat(int argc, char **argv)
         return 2;
     }
 
-    ember_model *model = NULL;
+    ember_model *model = NULL, *draft = NULL;
     ember_tokenizer *tok = NULL;
     ember_chat_template *tmpl = NULL;
     ember_conversation *conv = NULL;
@@ -187,7 +188,8 @@ int cmd_chat(int argc, char **argv)
     if (tools_path && !(tools = cli_read_text(tools_path, "chat"))) goto done;
     if (ember_tokenizer_load(dir, &tok) || ember_chat_template_load(dir, &tmpl) ||
         cli_sampling_generate_params(&sampling, dir, &gp) ||
-        cli_apply_profile(dir, profile, "chat", &mp, &sp) || ember_model_load(dir, &mp, &model))
+        cli_apply_profile(dir, profile, "chat", &mp, &sp) || ember_model_load(dir, &mp, &model) ||
+        cli_sampling_load_draft(&sampling, &mp, &draft, &gp))
         goto fail;
     gp.max_tokens = (int32_t)max_tokens;
     ember_conversation_params cp = ember_conversation_default_params();
@@ -239,6 +241,7 @@ done:
     ember_conversation_free(conv);
     ember_chat_template_free(tmpl);
     ember_tokenizer_free(tok);
+    ember_model_free(draft);
     ember_model_free(model);
     return rc;
 }

@@ -184,7 +184,7 @@ int cmd_generate(int argc, char **argv)
     int32_t *ids = NULL, *text_ids = NULL; /* text_ids: the tokenizer's (ember_free) */
     size_t n_ids = 0;
     char *prompt_buf = NULL;
-    ember_model *model = NULL;
+    ember_model *model = NULL, *draft = NULL;
     ember_session *s = NULL;
     ember_tokenizer *tok = NULL;
     ember_generate_params gp = ember_generate_default_params();
@@ -221,6 +221,7 @@ int cmd_generate(int argc, char **argv)
     gp.user = &k;
     if (cli_apply_profile(dir, profile, "generate", &mp, &sp)) goto done;
     if (ember_model_load(dir, &mp, &model) != EMBER_OK) goto fail;
+    if (cli_sampling_load_draft(&sampling, &mp, &draft, &gp)) goto fail;
     /* Unless told otherwise, make room for the prompt and every new token. */
     if (!max_context_given && (size_t)sp.max_context < n_ids + (size_t)n_gen)
         sp.max_context = (int32_t)(n_ids + (size_t)n_gen);
@@ -254,6 +255,7 @@ int cmd_generate(int argc, char **argv)
             t1 - t0, n_ids, cached, prefill_s > 0 ? (double)run / prefill_s : 0.0, res.completion_tokens,
             res.completion_tokens > 1 ? (double)(res.completion_tokens - 1) / decode_s : 0.0,
             ember_finish_name(res.finish));
+    cli_print_speculation(stderr, &res);
     if (cache_path && save_session(s, cache_path, ids, n_ids, &k)) goto fail;
     rc = 0;
     if (cli_stats_close(stats, stats_path, "generate")) rc = 1;
@@ -265,6 +267,7 @@ done:
     ember_stats_free(stats);
     ember_tokenizer_free(tok);
     ember_session_free(s);
+    ember_model_free(draft);
     ember_model_free(model);
     if (text_ids) ember_free(text_ids);
     else free(ids);

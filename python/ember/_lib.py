@@ -124,6 +124,7 @@ class GenerateParams(Structure):
         ("tool_names", POINTER(c_char_p)), ("n_tool_names", c_size_t),
         ("on_text", TEXT_FN), ("on_tool_call", TOOL_CALL_FN), ("user", c_void_p),
         ("stats", c_void_p), ("on_token", TOKEN_FN),
+        ("speculate", c_int), ("draft_max", c_int32), ("draft_model", c_void_p),
     ]
 
 
@@ -131,7 +132,8 @@ class GenerateResult(Structure):
     _fields_ = [("finish", c_int), ("prompt_tokens", c_int32), ("cached_tokens", c_int32),
                 ("completion_tokens", c_int32), ("tool_calls", c_int32),
                 ("prefill_ms", c_double), ("first_token_ms", c_double), ("decode_ms", c_double),
-                ("total_ms", c_double)]
+                ("total_ms", c_double), ("verify_steps", c_int32), ("drafted_tokens", c_int32),
+                ("accepted_tokens", c_int32)]
 
 
 class ConversationParams(Structure):

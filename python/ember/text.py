@@ -84,6 +84,8 @@ class Reply:
                       "completion_tokens": res.completion_tokens, "tool_calls": res.tool_calls}
         self.timings = {"prefill_ms": res.prefill_ms, "first_token_ms": res.first_token_ms,
                         "decode_ms": res.decode_ms, "total_ms": res.total_ms}
+        self.speculation = {"verify_steps": res.verify_steps, "drafted_tokens": res.drafted_tokens,
+                            "accepted_tokens": res.accepted_tokens}
 
     def __repr__(self):
         return "Reply(finish=%r, content=%r, tool_calls=%r)" % (self.finish, self.content,
@@ -94,7 +96,8 @@ class Reply:
 
 _GEN_KEYS = {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",
              "frequency_penalty", "seed", "max_tokens", "stop", "stop_ids", "tool_choice",
-             "parse_tools", "greedy", "logit_bias"}
+             "parse_tools", "greedy", "logit_bias", "speculate", "draft_max"}
+_SPECULATE = {None: 0, "none": 0, "ngram": 1}  # ember_speculate
 
 
 def _is_model(path):
@@ -132,6 +135,11 @@ class _GenParams:
                 setattr(p, key, int(kw[key]))
         if kw.get("parse_tools") is not None:
             p.parse_tools = 1 if kw["parse_tools"] else 0
+        if kw.get("speculate") not in _SPECULATE:
+            raise ValueError("speculate must be 'ngram' or None, not %r" % (kw["speculate"],))
+        p.speculate = _SPECULATE[kw.get("speculate")]
+        if kw.get("draft_max") is not None:
+            p.draft_max = int(kw["draft_max"])
         self._keep = []
         if kw.get("tool_choice") is not None:
             choice = enc(kw["tool_choice"])
@@ -468,8 +476,10 @@ class Session(_lib.Handle):
         Options: max_tokens (default 256), temperature, top_k, top_p, min_p,
         repetition_penalty, presence_penalty, frequency_penalty, greedy,
         seed, stop (strings), stop_ids (default: the model's end-of-turn
-        ids), logit_bias ({id: bias}), tool_choice, parse_tools. Sampling
-        defaults come from the model's generation_config.json."""
+        ids), logit_bias ({id: bias}), tool_choice, parse_tools,
+        speculate ("ngram": prompt lookup, the same ids in fewer passes)
+        and draft_max. Sampling defaults come from the model's
+        generation_config.json."""
         try:
             return self._generate(self._prompt_ids(prompt, add_special), None, gen)
         except _lib.Cancelled as e:

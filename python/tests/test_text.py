@@ -54,6 +54,17 @@ class TextTest(unittest.TestCase):
         self.assertEqual(a.finish, "length")
         self.assertEqual(a.usage["completion_tokens"], 6)
 
+    def test_speculative_generation_gives_the_same_text(self):
+        # tiny model, random weights: drafts are mostly rejected, the text must not change
+        prompt = "a b c a b c a b c a b"
+        plain = self.model.generate(prompt, max_tokens=24, greedy=True)
+        spec = self.model.generate(prompt, max_tokens=24, greedy=True, speculate="ngram", draft_max=4)
+        self.assertEqual(plain.content, spec.content)
+        self.assertGreater(spec.speculation["verify_steps"], 0)
+        self.assertEqual(plain.speculation["verify_steps"], 0)
+        with self.assertRaises(ValueError):
+            self.model.generate(prompt, speculate="medusa")
+
     def test_session_logits(self):
         s = self.model.session(max_context=64)
         self.assertIsNone(s.logits())

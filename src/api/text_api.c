@@ -17,6 +17,7 @@
 #include "llm/session_internal.h"
 #include "template/chat.h"
 #include "generate/textgen.h"
+#include "speculate/decoder.h"
 #include "tokenizer/tokenizer.h"
 
 #define TOK(t) ((const et_tokenizer *)(const void *)(t))
@@ -293,6 +294,106 @@ static ember_finish finish_of(et_finish f)
     }
 }
 
+/* The decode loop's state: what picking an id needs and what it found. */
+typedef struct gen_state {
+    ember_session *s;
+    et_textgen *g;
+    const ember_generate_params *p;
+    float *logits; /* the sampler's copy: it edits them */
+    size_t vocab;
+    et_finish finish;
+    double t_first;
+    int cancelled;
+} gen_state;
+
+/* Picks the id after `row` when the session would hold `held` tokens: a
+ * pending cancel first, then the sampler and the text, on_token, and a full
+ * context. *end: the response ends here (the id, if any, is not fed). */
+static ember_status pick_next(void *user, const float *row, int64_t held, int32_t *id, int *end)
+{
+    gen_state *gs = user;
+    const ember_generate_params *p = gs->p;
+    *end = 0;
+    if (atomic_exchange(&gs->s->cancel, 0)) {
+        gs->cancelled = *end = 1;
+        return EMBER_OK;
+    }
+    memcpy(gs->logits, row, gs->vocab * sizeof *gs->logits);
+    ember_status st = et_textgen_step(gs->g, gs->logits, id, &gs->finish);
+    if (st) return st;
+    if (gs->t_first == 0) gs->t_first = ember_clock_ms();
+    if (p->on_token && p->on_token(p->user, *id)) {
+        gs->cancelled = *end = 1;
+        return EMBER_OK;
+    }
+    if (!gs->finish && held >= gs->s->p.max_context) gs->finish = ET_FINISH_LENGTH;
+    *end = gs->finish != ET_FINISH_NONE;
+    return EMBER_OK;
+}
+
+/* One id per forward step. */
+static ember_status decode_plain(gen_state *gs, const api_hooks *h, int decode_id)
+{
+    ember_session *s = gs->s;
+    ember_stats *stats = gs->p->stats;
+    for (;;) {
+        int32_t next;
+        int end;
+        double tt = ember_stats_start(stats);
+        ember_status st = pick_next(gs, ember_session_logits(s), s->pos, &next, &end);
+        if (st || end) {
+            if (!st && !gs->cancelled) ember_stats_stop(stats, EMBER_STAT_TOKEN, tt);
+            return st;
+        }
+        double td = ember_stats_start(stats);
+        st = ember_session_decode(s, next);
+        ember_stats_stop(stats, decode_id, td);
+        if (!st && h->fed) st = api_ids_push(h->fed, next);
+        ember_stats_stop(stats, EMBER_STAT_TOKEN, tt);
+        if (st) return st;
+    }
+}
+
+/* Drafts verified several at a time (speculate/decoder.h): the same ids.
+ * Each id's time is its verify step's, shared by the ids the step gave. */
+static ember_status decode_speculating(gen_state *gs, const int32_t *ids, size_t n,
+                                       const api_hooks *h, int decode_id, ember_generate_result *r)
+{
+    const ember_generate_params *p = gs->p;
+    if (p->speculate != EMBER_SPECULATE_NGRAM && p->speculate != EMBER_SPECULATE_DRAFT)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculate %d is not a speculation mode", (int)p->speculate);
+    if ((p->speculate == EMBER_SPECULATE_DRAFT) != (p->draft_model != NULL))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculate: a draft_model goes with EMBER_SPECULATE_DRAFT only");
+    if (p->draft_max < 0 || p->draft_max > 64)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "draft_max %d must be in [0, 64] (0: 8)", p->draft_max);
+    spec_decoder *d = NULL;
+    ember_status st = spec_decoder_create(gs->s, p->draft_max ? p->draft_max : 8, p->draft_model, &d);
+    if (!st) st = spec_decoder_begin(d, ids, n);
+    int32_t next;
+    int end = 0;
+    if (!st) st = pick_next(gs, ember_session_logits(gs->s), gs->s->pos, &next, &end);
+    while (!st && !end) {
+        double t0 = ember_stats_start(p->stats);
+        const int32_t *fed;
+        int32_t n_fed;
+        st = spec_decoder_step(d, &next, pick_next, gs, &fed, &n_fed, &end);
+        if (p->stats) {
+            double ms = ember_clock_ms() - t0;
+            ember_stats_record(p->stats, decode_id, ms);
+            for (int32_t i = 0; i < n_fed; i++) ember_stats_record(p->stats, EMBER_STAT_TOKEN, ms / n_fed);
+        }
+        for (int32_t i = 0; !st && h->fed && i < n_fed; i++) st = api_ids_push(h->fed, fed[i]);
+    }
+    if (d) {
+        const spec_counts *c = spec_decoder_counts(d);
+        r->verify_steps = (int32_t)c->steps;
+        r->drafted_tokens = (int32_t)c->drafted;
+        r->accepted_tokens = (int32_t)c->accepted;
+    }
+    spec_decoder_free(d);
+    return st;
+}
+
 ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const int32_t *ids, size_t n,
                           size_t n_cached, const ember_generate_params *p, const api_hooks *h,
                           ember_generate_result *res)
@@ -335,39 +436,18 @@ ember_status api_generate(ember_session *s, const ember_tokenizer *tok, const in
     }
     r.prefill_ms = ember_clock_ms() - t0;
     /* the whole forward step of a token (the session splits its layers by
-     * type; textgen times the sampler and the detokenizer) */
-    int decode_id = p->stats ? ember_stats_find(p->stats, "decode_step") : -1;
+     * type; textgen times the sampler and the detokenizer), or with
+     * speculation the verify pass (its count against the tokens': ids per
+     * pass) */
+    const char *step_name = p->speculate ? "verify_step" : "decode_step";
+    int decode_id = p->stats ? ember_stats_find(p->stats, step_name) : -1;
     if (!st && p->stats && decode_id < 0)
-        st = ember_stats_add_series(p->stats, "decode_step", EMBER_STAT_TEXT, &decode_id);
-    et_finish finish = ET_FINISH_NONE;
-    double t_first = 0;
-    int cancelled = 0;
-    for (int32_t i = 0; !st; i++) {
-        if (atomic_exchange(&s->cancel, 0)) {
-            cancelled = 1;
-            break;
-        }
-        int32_t next;
-        double tt = ember_stats_start(p->stats);
-        memcpy(logits, ember_session_logits(s), (size_t)vocab * sizeof *logits);
-        st = et_textgen_step(g, logits, &next, &finish);
-        if (st) break;
-        if (i == 0) t_first = ember_clock_ms();
-        if (p->on_token && p->on_token(p->user, next)) {
-            cancelled = 1;
-            break;
-        }
-        if (!finish && s->pos >= s->p.max_context) finish = ET_FINISH_LENGTH;
-        if (finish) {
-            ember_stats_stop(p->stats, EMBER_STAT_TOKEN, tt);
-            break;
-        }
-        double td = ember_stats_start(p->stats);
-        st = ember_session_decode(s, next);
-        ember_stats_stop(p->stats, decode_id, td);
-        if (!st && h->fed) st = api_ids_push(h->fed, next);
-        ember_stats_stop(p->stats, EMBER_STAT_TOKEN, tt);
-    }
+        st = ember_stats_add_series(p->stats, step_name, EMBER_STAT_TEXT, &decode_id);
+    gen_state gs = {s, g, p, logits, (size_t)vocab, ET_FINISH_NONE, 0, 0};
+    if (!st) st = p->speculate ? decode_speculating(&gs, ids, n, h, decode_id, &r) : decode_plain(&gs, h, decode_id);
+    et_finish finish = gs.finish;
+    double t_first = gs.t_first;
+    int cancelled = gs.cancelled;
     if (st == EMBER_ERR_CANCELLED) cancelled = 1;
     if (!st && !cancelled) st = et_textgen_end(g, &finish);
     double t_end = ember_clock_ms();

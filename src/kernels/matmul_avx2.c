@@ -86,7 +86,7 @@ static inline float sload_bf16(const void *row, int64_t c) { return ek_bf16_to_f
         size_t xf = xs / sizeof(float);                                                      \
         int64_t c = 0;                                                                       \
         for (; c + 8 <= n; c += 8) {                                                         \
-            if (T == 1) prefetch_step(pf + (size_t)c * R * ES, 8 * R * ES);                 \
+            if (t0 == 0) prefetch_step(pf + (size_t)c * R * ES, 8 * R * ES);                \
             __m256 wv[4];                                                                    \
             _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) wv[i] = WLOAD(wr + (size_t)i * rb, c); \
             _Pragma("GCC unroll 2") for (int j = 0; j < T; j++) {                            \

@@ -88,9 +88,7 @@ void ember_session_free(ember_session *session)
     free(session);
 }
 
-/* Runs n <= w->rows tokens through every layer; with want_logits, the
- * last token's logits land in s->logits. */
-static void forward_chunk(ember_session *s, llm_work *w, const int32_t *ids, int32_t n,
+void session_forward_chunk(ember_session *s, llm_work *w, const int32_t *ids, int32_t n,
                           int want_logits)
 {
     const spark_config *c = &s->m->cfg;
@@ -131,7 +129,7 @@ void session_forward(ember_session *s, llm_work *w, const int32_t *ids, size_t n
 {
     for (size_t done = 0; done < n_ids;) {
         size_t n = n_ids - done < (size_t)w->rows ? n_ids - done : (size_t)w->rows;
-        forward_chunk(s, w, ids + done, (int32_t)n, done + n == n_ids);
+        session_forward_chunk(s, w, ids + done, (int32_t)n, done + n == n_ids);
         done += n;
     }
 }

@@ -35,6 +35,12 @@ et_dtype session_kv_dtype(ember_type t);
 ember_status session_check_input(const ember_session *s, const int32_t *ids, size_t n,
                                  const char *what);
 
+/* Runs n <= w->rows checked ids through every layer as one chunk; with
+ * want_logits, the last token's logits land in s->logits. Every row's final
+ * hidden state stays in w->x (llm_logits can read any of them). */
+void session_forward_chunk(ember_session *s, llm_work *w, const int32_t *ids, int32_t n,
+                           int want_logits);
+
 /* Runs n checked ids through the model on w's scratch and kernels, in
  * chunks of w->rows, appending to s's caches; s's logits then predict the
  * token after the last id. */

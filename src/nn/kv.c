@@ -93,3 +93,76 @@ void kv_store(kv_layer *L, int32_t kv_heads, int32_t head_dim, int64_t p0, int32
         }
     }
 }
+
+ember_status kv_undo_init(kv_undo *u, const kv_cache *kv, int32_t max_rows)
+{
+    memset(u, 0, sizeof *u);
+    if (max_rows < 1)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "KV undo: %d rows (at least 1)", max_rows);
+    size_t total = 0;
+    for (int32_t i = 0; i < kv->n_layers; i++)
+        if (kv->layers[i].window)
+            total += 2 * (size_t)kv->kv_heads * (size_t)max_rows * kv->layers[i].row_bytes;
+    u->max_rows = max_rows;
+    u->bytes = total;
+    if (total && !(u->rows = malloc(total)))
+        return ember_fail(EMBER_ERR_NO_MEMORY, "KV undo: cannot allocate %zu bytes", total);
+    return EMBER_OK;
+}
+
+void kv_undo_free(kv_undo *u)
+{
+    free(u->rows);
+    memset(u, 0, sizeof *u);
+}
+
+int32_t kv_undo_limit(const kv_undo *u, const kv_cache *kv)
+{
+    int32_t limit = u->max_rows;
+    for (int32_t i = 0; i < kv->n_layers; i++)
+        if (kv->layers[i].window && kv->layers[i].capacity < limit) limit = kv->layers[i].capacity;
+    return limit;
+}
+
+/* Copies row t of the chunk at u->p0 between layer L's slot and the undo
+ * buffer `saved` ([kv_head][max_rows] rows of K, then of V). */
+static void undo_copy_row(const kv_undo *u, kv_layer *L, int32_t kv_heads, char *saved, int32_t t,
+                          int to_cache)
+{
+    const int32_t slot = kv_slot(L, u->p0 + t);
+    for (int side = 0; side < 2; side++)
+        for (int32_t g = 0; g < kv_heads; g++) {
+            char *cache = (char *)(side ? L->v : L->k) +
+                          ((size_t)g * (size_t)L->capacity + (size_t)slot) * L->row_bytes;
+            char *keep = saved + (((size_t)side * (size_t)kv_heads + (size_t)g) * (size_t)u->max_rows +
+                                  (size_t)t) * L->row_bytes;
+            if (to_cache)
+                memcpy(cache, keep, L->row_bytes);
+            else
+                memcpy(keep, cache, L->row_bytes);
+        }
+}
+
+void kv_undo_save(kv_undo *u, kv_cache *kv, int64_t p0, int32_t n)
+{
+    u->p0 = p0;
+    u->n = n;
+    char *saved = u->rows;
+    for (int32_t i = 0; i < kv->n_layers; i++) {
+        kv_layer *L = &kv->layers[i]; /* read only here */
+        if (!L->window) continue;
+        for (int32_t t = 0; t < n; t++) undo_copy_row(u, L, kv->kv_heads, saved, t, 0);
+        saved += 2 * (size_t)kv->kv_heads * (size_t)u->max_rows * L->row_bytes;
+    }
+}
+
+void kv_undo_restore(const kv_undo *u, kv_cache *kv, int32_t keep)
+{
+    char *saved = u->rows;
+    for (int32_t i = 0; i < kv->n_layers; i++) {
+        kv_layer *L = &kv->layers[i];
+        if (!L->window) continue;
+        for (int32_t t = keep; t < u->n; t++) undo_copy_row(u, L, kv->kv_heads, saved, t, 1);
+        saved += 2 * (size_t)kv->kv_heads * (size_t)u->max_rows * L->row_bytes;
+    }
+}

@@ -68,4 +68,44 @@ const float *kv_row(const kv_layer *L, const void *base, int32_t head_dim, int32
 void kv_store(kv_layer *L, int32_t kv_heads, int32_t head_dim, int64_t p0, int32_t n,
               const float *k_new, const float *v_new, int64_t stride);
 
+/* Undo of a speculative chunk's writes into the sliding rings.
+ *
+ * Verifying K drafted tokens runs K+1 rows at positions p0..p0+K as one
+ * chunk, and kv_store writes each into slot p mod (window-1), overwriting
+ * position p-(window-1). When only the first `keep` rows are accepted, the
+ * next query (at p0+keep) still sees positions down to p0+keep-(window-1),
+ * so the entries that rows keep..K overwrote are still needed. We keep the
+ * ring at exactly window-1 slots (its size, the state files, the snapshots
+ * and the admission arithmetic all rely on it) and instead copy the slots a
+ * chunk will overwrite before it runs, then copy back those of the rejected
+ * rows: K+1 rows per kv head per sliding layer, nothing cache-sized. A
+ * chunk may not exceed a ring's capacity, so no slot is written twice and
+ * "the slot's content before the chunk" is the right thing to put back.
+ * Full layers need nothing: a rejected row lies past the kept position and
+ * is simply written over later. */
+typedef struct kv_undo {
+    int32_t max_rows; /* the longest chunk it can undo */
+    int64_t p0;       /* the chunk saved last */
+    int32_t n;
+    void *rows;       /* per sliding layer, K then V: [kv_head][row] */
+    size_t bytes;
+} kv_undo;
+
+/* Sizes an undo for chunks of up to max_rows tokens on kv's layout. */
+ember_status kv_undo_init(kv_undo *u, const kv_cache *kv, int32_t max_rows);
+void kv_undo_free(kv_undo *u);
+
+/* The longest chunk an undo can serve on kv: max_rows, and no more than
+ * any sliding ring's capacity. */
+int32_t kv_undo_limit(const kv_undo *u, const kv_cache *kv);
+
+/* Copies the sliding-ring slots that n tokens at p0.. will be stored into
+ * (n <= kv_undo_limit). */
+void kv_undo_save(kv_undo *u, kv_cache *kv, int64_t p0, int32_t n);
+
+/* After the chunk saved last was stored: puts back the slots of its rows
+ * keep..n-1, so the rings hold what they would after storing only the
+ * first `keep` rows. */
+void kv_undo_restore(const kv_undo *u, kv_cache *kv, int32_t keep);
+
 #endif

@@ -50,6 +50,9 @@ const char *check_model_dir(void);
 /* Loads dir with its weights converted to `weights` (NONE: as stored);
  * NULL after printing why. */
 ember_model *check_load_model(const char *dir, ember_type weights);
+/* |a - b| / |b| over n floats (L2 norms): how logits runs compare. */
+double check_rel_l2(const float *a, const float *b, int32_t n);
+
 /* n pseudo-random ids in [0, vocab), the same for the same seed. */
 void check_random_ids(int32_t *ids, int n, int32_t vocab, unsigned seed);
 

@@ -1,5 +1,6 @@
 /* The model helpers of check.h, apart from the harness itself (check.c):
  * the NEON cross build links check.c with the kernels alone. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -26,4 +27,14 @@ void check_random_ids(int32_t *ids, int n, int32_t vocab, unsigned seed)
         seed = seed * 1103515245u + 12345u;
         ids[i] = (int32_t)((seed >> 8) % (unsigned)vocab);
     }
+}
+
+double check_rel_l2(const float *a, const float *b, int32_t n)
+{
+    double num = 0, den = 0;
+    for (int32_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / den);
 }

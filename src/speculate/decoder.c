@@ -1,0 +1,144 @@
+#include "speculate/decoder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/stats.h"
+#include "base/status.h"
+#include "llm/session_internal.h"
+#include "llm/verify.h"
+#include "speculate/adapt.h"
+#include "speculate/draft_model.h"
+#include "speculate/ngram.h"
+
+/* An extra verify row's cost in one-row steps, before any is measured: the
+ * batched kernels read each weight once for all rows. */
+#define SPEC_ROW_COST 0.1f
+
+struct spec_decoder {
+    ember_session *s;
+    llm_verifier *v;
+    spec_adapt adapt;
+    int32_t draft_max;
+    int32_t *seq;  /* the last tokens the session holds, then the chunk being verified */
+    size_t n_seq, cap;
+    int64_t base;  /* the position of seq[0]: the tokens before it are not known here */
+    spec_draft_model *draft; /* NULL: the n-gram drafter */
+    spec_counts counts;
+};
+
+ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const ember_model *draft,
+                                 spec_decoder **out)
+{
+    if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "spec_decoder_create: out is NULL");
+    *out = NULL;
+    spec_decoder *d = calloc(1, sizeof *d);
+    if (!d) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating a speculative decoder");
+    ember_status st = llm_verifier_create(s, draft_max, &d->v);
+    if (st) {
+        free(d);
+        return st;
+    }
+    d->s = s;
+    d->draft_max = llm_verifier_max_draft(d->v);
+    if (draft && (st = spec_draft_model_create(draft, s, d->draft_max, &d->draft))) {
+        spec_decoder_free(d);
+        return st;
+    }
+    if (d->draft && spec_draft_model_limit(d->draft) < d->draft_max)
+        d->draft_max = spec_draft_model_limit(d->draft);
+    d->cap = (size_t)s->p.max_context + 1;
+    if (!(d->seq = malloc(d->cap * sizeof *d->seq))) {
+        spec_decoder_free(d);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "speculative decoder: out of memory");
+    }
+    spec_adapt_init(&d->adapt, d->draft_max, SPEC_ROW_COST);
+    *out = d;
+    return EMBER_OK;
+}
+
+void spec_decoder_free(spec_decoder *d)
+{
+    if (!d) return;
+    llm_verifier_free(d->v);
+    spec_draft_model_free(d->draft);
+    free(d->seq);
+    free(d);
+}
+
+ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n)
+{
+    if (n > (size_t)d->s->pos || (n && !ids))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculative decoder: %zu ids for a session holding %lld",
+                          n, (long long)d->s->pos);
+    if (d->draft && n != (size_t)d->s->pos)
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "speculate draft: the draft model needs every token the session holds "
+                          "(%zu given, %lld held)", n, (long long)d->s->pos);
+    memcpy(d->seq, ids, n * sizeof *ids);
+    d->n_seq = n;
+    d->base = d->s->pos - (int64_t)n;
+    return d->draft ? spec_draft_model_begin(d->draft, ids, n) : EMBER_OK;
+}
+
+ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick, void *user,
+                               const int32_t **fed, int32_t *n_fed, int *end)
+{
+    ember_session *s = d->s;
+    *end = 0;
+    *n_fed = 0;
+    *fed = d->seq + d->n_seq;
+    if (d->base + (int64_t)d->n_seq != s->pos)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculative decoder: the session moved (%lld, not %lld)",
+                          (long long)s->pos, (long long)(d->base + (int64_t)d->n_seq));
+    /* next, then the drafts, as the chunk after the held tokens */
+    int32_t *chunk = d->seq + d->n_seq;
+    chunk[0] = *next;
+    int32_t k = spec_adapt_k(&d->adapt);
+    const int64_t room = s->p.max_context - s->pos - 1; /* next itself fits (the caller checked) */
+    if (k > room) k = (int32_t)room;
+    if (k < 0) k = 0;
+    int32_t n_draft = 0;
+    ember_status st = EMBER_OK;
+    if (d->draft) {
+        st = spec_draft_model_propose(d->draft, *next, k, chunk + 1);
+        n_draft = k;
+    } else if (k) {
+        n_draft = ngram_draft(d->seq, d->n_seq + 1, k, chunk + 1);
+    }
+    if (st) return st;
+
+    const float *rows = NULL;
+    double t0 = ember_clock_ms();
+    st = llm_verify(d->v, chunk, 1 + n_draft, &rows);
+    if (st) return st;
+    spec_adapt_time(&d->adapt, 1 + n_draft, ember_clock_ms() - t0);
+    const size_t vocab = (size_t)s->m->cfg.vocab;
+    const int64_t p0 = s->pos - 1 - n_draft;
+    int32_t j = 0, picked = 0, rejected = 0;
+    for (;; j++) { /* row j follows chunk[0..j] */
+        st = pick(user, rows + (size_t)j * vocab, p0 + j + 1, &picked, end);
+        if (st || *end || j == n_draft) break; /* the pick after the last draft is a bonus */
+        if (picked != chunk[j + 1]) {
+            rejected = 1;
+            break;
+        }
+    }
+    const int32_t keep = j + 1; /* next and the j drafts that agreed */
+    spec_adapt_update(&d->adapt, j + rejected, j);
+    d->counts.steps++;
+    d->counts.drafted += n_draft;
+    d->counts.accepted += j;
+    ember_status acc = llm_verify_accept(d->v, keep);
+    if (!st) st = acc;
+    if (d->draft) {
+        acc = spec_draft_model_accept(d->draft, keep);
+        if (!st) st = acc;
+    }
+    d->n_seq += (size_t)keep;
+    *n_fed = keep;
+    if (!*end) *next = picked;
+    return st;
+}
+
+const spec_counts *spec_decoder_counts(const spec_decoder *d) { return &d->counts; }

@@ -1,0 +1,63 @@
+/* Speculative decoding of one sequence: draft, verify, keep what agrees.
+ *
+ * The session's logits chose `next` (not fed yet). A step drafts up to K
+ * tokens after the sequence plus next (the n-gram drafter), runs next and
+ * the drafts as one verify chunk, and then picks a token from each row in
+ * order with the caller's own sampler, exactly as plain decoding would pick
+ * after the same tokens: row 0 picks what follows next; while the pick
+ * equals the draft in that place, the draft was right and the next row
+ * picks on; the first pick that differs (or the one after the last draft)
+ * is the new `next`. The session keeps the rows up to the last one picked
+ * from. So the ids that come out are the ids plain decoding gives, greedy
+ * or sampled (the sampler is called once per id with the same logits up to
+ * float summation order): for a draft that is a single proposed token,
+ * "sample from the target row and accept iff it equals the draft" is the
+ * standard speculative rule (accept with probability p(draft), otherwise a
+ * sample of p without the draft, renormalised). */
+#ifndef EMBER_SPECULATE_DECODER_H
+#define EMBER_SPECULATE_DECODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember.h"
+
+typedef struct spec_decoder spec_decoder;
+
+/* What the decoder did so far. */
+typedef struct spec_counts {
+    int64_t steps;    /* verify passes */
+    int64_t drafted;  /* drafted tokens run through them */
+    int64_t accepted; /* drafted tokens the target agreed with */
+} spec_counts;
+
+/* Picks the id that follows a row's logits (vocab floats, the caller's to
+ * read only) when the session would hold `held` tokens; *end set when the
+ * response ends with this pick (the id is not fed) or before it (a cancel:
+ * no id). A failing status aborts the step. */
+typedef ember_status (*spec_pick_fn)(void *user, const float *logits, int64_t held, int32_t *id,
+                                     int *end);
+
+/* A decoder for session s (which must outlive it): drafts of up to
+ * draft_max tokens, fewer when a sliding ring is shorter (see verify.h),
+ * from the n-gram drafter, or with `draft` (non-NULL: a model with the same
+ * vocabulary, which must outlive the decoder) from its greedy steps. */
+ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const ember_model *draft,
+                                 spec_decoder **out);
+void spec_decoder_free(spec_decoder *d);
+
+/* The last n tokens the session holds now (all of them, or the ones the
+ * caller knows; the drafter looks them up); copied. A draft model needs all
+ * of them (its session is prefilled with them). */
+ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n);
+
+/* One step after *next was picked (see above). On return *next is the last
+ * id picked (unless *end), the session holds the ids in fed[0..n_fed)
+ * after what it held (the old *next first), and *end says a pick ended the
+ * response. */
+ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick, void *user,
+                               const int32_t **fed, int32_t *n_fed, int *end);
+
+const spec_counts *spec_decoder_counts(const spec_decoder *d);
+
+#endif

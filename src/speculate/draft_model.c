@@ -1,0 +1,110 @@
+#include "speculate/draft_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "llm/session_internal.h"
+#include "nn/kv.h"
+
+struct spec_draft_model {
+    ember_session *s;
+    kv_undo undo;
+    int32_t max_draft;
+    int32_t chunk[SPEC_DRAFT_CHUNK_MAX]; /* next and the drafts of the last step */
+    int32_t k;                           /* drafts of the last step */
+};
+
+ember_status spec_draft_model_create(const ember_model *draft, const ember_session *target,
+                                     int32_t max_draft, spec_draft_model **out)
+{
+    *out = NULL;
+    if (!draft) return ember_fail(EMBER_ERR_INVALID_ARG, "speculate draft: no draft model");
+    if (ember_model_vocab_size(draft) != ember_model_vocab_size(target->m))
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "speculate draft: the draft model's vocabulary (%d) is not the target's (%d)",
+                          ember_model_vocab_size(draft), ember_model_vocab_size(target->m));
+    if (max_draft < 1 || max_draft > SPEC_DRAFT_CHUNK_MAX - 1)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculate draft: draft_max %d must be in [1, %d]",
+                          max_draft, SPEC_DRAFT_CHUNK_MAX - 1);
+    spec_draft_model *m = calloc(1, sizeof *m);
+    if (!m) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating a draft session");
+    ember_session_params sp = ember_session_default_params();
+    sp.max_context = target->p.max_context;
+    sp.n_threads = target->p.n_threads;
+    sp.kv_type = target->p.kv_type;
+    ember_status st = ember_session_create(draft, &sp, &m->s);
+    if (!st && m->s->ort)
+        st = ember_fail(EMBER_ERR_UNSUPPORTED, "speculate draft: not with the onnx backend");
+    if (!st) st = kv_undo_init(&m->undo, &m->s->kv, max_draft + 1);
+    if (st) {
+        spec_draft_model_free(m);
+        return st;
+    }
+    m->max_draft = max_draft;
+    *out = m;
+    return EMBER_OK;
+}
+
+void spec_draft_model_free(spec_draft_model *m)
+{
+    if (!m) return;
+    kv_undo_free(&m->undo);
+    ember_session_free(m->s);
+    free(m);
+}
+
+int32_t spec_draft_model_limit(const spec_draft_model *m)
+{
+    int32_t limit = kv_undo_limit(&m->undo, &m->s->kv) - 1;
+    return limit < m->max_draft ? limit : m->max_draft;
+}
+
+ember_status spec_draft_model_begin(spec_draft_model *m, const int32_t *ids, size_t n)
+{
+    ember_session_reset(m->s);
+    m->k = -1;
+    return n ? ember_session_prefill(m->s, ids, n) : EMBER_OK;
+}
+
+static int32_t argmax(const float *x, int32_t n)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+ember_status spec_draft_model_propose(spec_draft_model *m, int32_t next, int32_t k, int32_t *out)
+{
+    if (k < 0 || k > spec_draft_model_limit(m))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculate draft: %d drafts (at most %d)", k,
+                          spec_draft_model_limit(m));
+    ember_session *s = m->s;
+    const int32_t vocab = ember_model_vocab_size(s->m);
+    m->chunk[0] = next;
+    m->k = k;
+    /* the k decodes below write positions pos..pos+k-1 */
+    if (k) kv_undo_save(&m->undo, &s->kv, s->pos, k);
+    for (int32_t i = 0; i < k; i++) {
+        ember_status st = ember_session_decode(s, m->chunk[i]);
+        if (st) return st;
+        m->chunk[i + 1] = out[i] = argmax(s->logits, vocab);
+    }
+    return EMBER_OK;
+}
+
+ember_status spec_draft_model_accept(spec_draft_model *m, int32_t keep)
+{
+    if (m->k < 0 || keep < 1 || keep > m->k + 1)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculate draft: keep %d of %d", keep, m->k + 1);
+    ember_session *s = m->s;
+    const int32_t k = m->k;
+    m->k = -1;
+    if (keep == k + 1) /* every draft agreed: the last one is not in the draft session yet */
+        return ember_session_decode(s, m->chunk[k]);
+    kv_undo_restore(&m->undo, &s->kv, keep);
+    s->pos -= k - keep;
+    s->has_logits = 0;
+    return EMBER_OK;
+}

@@ -1,0 +1,40 @@
+/* The draft-model drafter of speculative decoding: a smaller checkpoint
+ * with the same tokenizer guesses the next tokens greedily, one cheap step
+ * each. Its own session is kept in step with the target's: it holds the same
+ * tokens, and after a verify it is taken back to the accepted ones (its
+ * rings through the same kv_undo as the target's, see nn/kv.h) or fed the
+ * last draft when all were accepted. */
+#ifndef EMBER_SPECULATE_DRAFT_MODEL_H
+#define EMBER_SPECULATE_DRAFT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember.h"
+
+/* next and up to 64 drafts */
+enum { SPEC_DRAFT_CHUNK_MAX = 65 };
+
+typedef struct spec_draft_model spec_draft_model;
+
+/* A draft session on `draft` (the same vocabulary as target's model) with
+ * target's context and threads, for up to max_draft drafts per step. */
+ember_status spec_draft_model_create(const ember_model *draft, const ember_session *target,
+                                     int32_t max_draft, spec_draft_model **out);
+void spec_draft_model_free(spec_draft_model *m);
+
+/* The most drafts a step can take (its rings bound the undo). */
+int32_t spec_draft_model_limit(const spec_draft_model *m);
+
+/* The draft session takes ids[0..n): every token the target holds. */
+ember_status spec_draft_model_begin(spec_draft_model *m, const int32_t *ids, size_t n);
+
+/* Drafts k tokens after next (not yet fed to either model) into out: next
+ * and each greedy pick but the last are fed to the draft session. */
+ember_status spec_draft_model_propose(spec_draft_model *m, int32_t next, int32_t k, int32_t *out);
+
+/* The target kept the first `keep` (1..k+1) of next and the k drafts: the
+ * draft session is made to hold the same. */
+ember_status spec_draft_model_accept(spec_draft_model *m, int32_t keep);
+
+#endif
