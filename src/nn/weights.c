@@ -2,8 +2,11 @@
 
 #include "base/large_alloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "base/status.h"
 #include "kernels/formats.h"
@@ -126,6 +129,18 @@ static int wants_rows8(const wt_loader *ld, const ek_matrix *m, et_dtype target)
            ek_rows8_fits(target, m->rows, m->cols);
 }
 
+/* Drops the resident file pages wholly inside [p, p + n): a tensor just
+ * copied out of the mapping would otherwise stay in RSS beside its copy
+ * until the whole file is dropped (or for good, when the loader keeps other
+ * tensors mapped), so loading peaked at file + copies. A page read again
+ * later faults back in from the file. */
+static void drop_source_pages(const void *p, size_t n)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
+    if (end > begin) (void)madvise((void *)begin, end - begin, MADV_DONTNEED); /* advice only */
+}
+
 /* Replaces m's data by a copy in `target` and `layout` (at least one of
  * them new), in one of the loader's converted blocks. Rows go through fp32
  * where the format changes; the interleaved layout takes them 8 at a time
@@ -170,6 +185,7 @@ static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, 
     }
     free(row);
     free(group);
+    drop_source_pages(m->data, (size_t)m->rows * in_row);
     m->dtype = target;
     m->data = dst;
     m->layout = layout;
