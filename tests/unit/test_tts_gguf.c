@@ -1,13 +1,15 @@
 /* A Qwen3-TTS model as one GGUF (src/tts/tts_gguf*.c): the name prefixes
  * both ways, files with bad metadata refused by key, and models/tts-tiny
  * written at q8_0 and loaded back: every matrix the talker, predictor and
- * speech decoder bind holds the bytes the directory load gives at q8_0. */
+ * speech decoder bind holds the bytes the directory load gives at q8_0, and
+ * the profile's model info reads the file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "edge/model_info.h"
 #include "io/gguf.h"
 #include "io/read_file.h"
 #include "kernels/formats.h"
@@ -144,6 +146,11 @@ static void tiny_round_trip(void)
     CHECK(!memcmp(&a->gen, &b->gen, sizeof a->gen));
     tts_model_free(a);
     tts_model_free(b);
+
+    /* what the derived profile reads: a speech model, stored in q8_0 */
+    edge_model_info info;
+    REQUIRE(edge_model_info_load(path, &info) == EMBER_OK);
+    CHECK(info.kind == EDGE_MODEL_TTS && info.stored_type == EMBER_TYPE_Q8_0 && info.weight_bytes > 0);
 
     c2w_model *da = NULL, *db = NULL;
     c2w_model_params dp = {EMBER_TYPE_F32, NULL, 1};
