@@ -26,7 +26,7 @@ static void usage(FILE *f)
                "  --type: a format for every weight matrix, or one of llama.cpp's mixes\n"
                "          (default q8_0): %s.\n"
                "          Norms and biases stay f32. OUT is written whole or not at all.\n"
-               "  --threads: threads converting rows (default: one per CPU)\n",
+               "  --threads: threads converting rows (default: one per CPU; speech models: one)\n",
             ember_quantize_types());
 }
 

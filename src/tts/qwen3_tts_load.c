@@ -134,8 +134,9 @@ static ember_status read_configs(tts_model *m, const char *path, const char *lab
     size_t len = 0;
     if ((st = tts_read_generation_config(path, m->ck, &text, &len)) || !text) return st;
     char gen_label[1200];
-    snprintf(gen_label, sizeof gen_label, "%s/generation_config.json", path);
-    st = tts_gen_config_parse(text, len, ck_gguf(m->ck) ? TTS_GGUF_KEY_GENERATION : gen_label, &m->gen);
+    if (ck_gguf(m->ck)) snprintf(gen_label, sizeof gen_label, "%s (%s)", path, TTS_GGUF_KEY_GENERATION);
+    else snprintf(gen_label, sizeof gen_label, "%s/generation_config.json", path);
+    st = tts_gen_config_parse(text, len, gen_label, &m->gen);
     free(text);
     return st;
 }
