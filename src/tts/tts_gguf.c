@@ -66,23 +66,23 @@ static ember_status copy_str(const gguf_file *f, const char *key, char **json, s
     return EMBER_OK;
 }
 
-static ember_status part_config(const gguf_file *f, const char *key, char **json, size_t *len)
+ember_status tts_gguf_part_config(const gguf_file *f, tts_part part, char **json, size_t *len)
 {
     *json = NULL;
     *len = 0;
     ember_status st = gguf_check_arch(f, TTS_GGUF_ARCH, "a speech model is a '" TTS_GGUF_ARCH
                                                         "' file (ember quantize writes one)");
-    return st ? st : copy_str(f, key, json, len);
+    return st ? st : copy_str(f, part == TTS_PART_SPEECH ? TTS_GGUF_KEY_DECODER : TTS_GGUF_KEY_CONFIG, json, len);
 }
 
 static ember_status talker_config(const gguf_file *f, char **json, size_t *len)
 {
-    return part_config(f, TTS_GGUF_KEY_CONFIG, json, len);
+    return tts_gguf_part_config(f, TTS_PART_TALKER, json, len);
 }
 
 static ember_status speech_config(const gguf_file *f, char **json, size_t *len)
 {
-    return part_config(f, TTS_GGUF_KEY_DECODER, json, len);
+    return tts_gguf_part_config(f, TTS_PART_SPEECH, json, len);
 }
 
 static const ck_gguf_map talker_map = {TTS_GGUF_ARCH, talker_config, tts_gguf_hf_name};

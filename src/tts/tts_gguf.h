@@ -35,6 +35,7 @@
 
 #include "ember.h"
 #include "io/checkpoint.h"
+#include "io/gguf.h"
 #include "io/tensor.h"
 
 #define TTS_GGUF_ARCH "qwen3_tts"
@@ -55,6 +56,10 @@ typedef enum tts_part {
  * (ck_check_all_used checks only this part's). `label` (cap bytes) gets the
  * config's name for messages: ".../config.json" or "file.gguf (key)". */
 ember_status tts_ck_open(const char *path, tts_part part, ck_dir **out, char *label, size_t cap);
+
+/* The config.json text of a part as its key holds it (malloc'd,
+ * NUL-terminated), after checking general.architecture. Pure (fuzzed). */
+ember_status tts_gguf_part_config(const gguf_file *f, tts_part part, char **json, size_t *len);
 
 /* generation_config.json of the model at `path` (a directory or a GGUF
  * file), malloc'd into *text, or *text NULL when it has none. */

@@ -2,7 +2,9 @@
  * both ways, files with bad metadata refused by key, and models/tts-tiny
  * written at q8_0 and loaded back: every matrix the talker, predictor and
  * speech decoder bind holds the bytes the directory load gives at q8_0, and
- * the profile's model info reads the file. */
+ * the profile's model info reads the file.
+ *
+ *   test_tts_gguf --write-seeds DIR   writes a qwen3_tts seed (fuzz/corpus/gguf). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,8 +175,33 @@ static void tiny_round_trip(void)
     CHECK(a == NULL);
 }
 
-int main(void)
+/* A small qwen3_tts GGUF for the fuzzer's corpus: models/tts-tiny's
+ * configs as the keys, one vector. */
+static int write_seed(const char *dir)
 {
+    char *talker = NULL, *speech = NULL, path[1024];
+    size_t n1 = 0, n2 = 0;
+    static const float v[4] = {1, 2, 3, 4};
+    gguf_writer *w = NULL;
+    snprintf(path, sizeof path, "%s/qwen3_tts_configs.gguf", dir);
+    ember_status st = io_read_text_file(TINY "/config.json", 1 << 20, &talker, &n1);
+    if (!st) st = io_read_text_file(TINY "/speech_tokenizer/config.json", 1 << 20, &speech, &n2);
+    if (!st) st = gguf_writer_create(&w);
+    if (!st) st = gguf_set_str(w, "general.architecture", TTS_GGUF_ARCH);
+    if (!st) st = gguf_set_strn(w, TTS_GGUF_KEY_CONFIG, talker, n1);
+    if (!st) st = gguf_set_strn(w, TTS_GGUF_KEY_DECODER, speech, n2);
+    if (!st) st = gguf_add_vector(w, "tk.norm.weight", ET_F32, 4, v, NULL, NULL);
+    if (!st) st = gguf_write(w, path, NULL, NULL);
+    gguf_writer_free(w);
+    free(talker);
+    free(speech);
+    if (st) fprintf(stderr, "%s\n", ember_last_error());
+    return st ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--write-seeds")) return write_seed(argv[2]);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ember-test-tts-gguf-XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
     RUN(names_round_trip);
