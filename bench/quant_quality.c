@@ -199,7 +199,7 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(stderr, "reference %s (%s), %d positions scored\n", ref.path, ref.type_name, rows);
-    fprintf(stderr, "%-48s %-9s %8s %6s %9s %9s %9s\n", "model", "load as", "SNR dB", "top-1", "KLD mean",
+    fprintf(stderr, "%-48s %-9s %8s %6s %10s %10s %10s\n", "model", "load as", "SNR dB", "top-1", "KLD mean",
             "KLD p99", "KLD max");
     int rc = 0;
     for (int k = first_model; k < argc; k++) {
@@ -234,12 +234,12 @@ int main(int argc, char **argv)
         mean /= rows;
         const double median = bench_quantile(kld, rows, 0.5), p99 = bench_quantile(kld, rows, 0.99);
         printf("{\"model\": \"%s\", \"load_as\": \"%s\", \"reference\": \"%s\", \"positions\": %d, "
-               "\"snr_db\": %.2f, \"top1\": %.4f, \"kld_mean\": %.6f, \"kld_median\": %.6f, "
-               "\"kld_p99\": %.6f, \"kld_max\": %.6f, \"load_s\": %.2f}\n",
+               "\"snr_db\": %.2f, \"top1\": %.4f, \"kld_mean\": %.4g, \"kld_median\": %.4g, "
+               "\"kld_p99\": %.4g, \"kld_max\": %.4g, \"load_s\": %.2f}\n",
                sp.path, sp.type_name, ref.path, rows, snr / rows, (double)agree / rows, mean, median, p99, mx,
                load_s);
         fflush(stdout);
-        fprintf(stderr, "%-48s %-9s %8.2f %6.3f %9.5f %9.5f %9.5f\n", sp.path, sp.type_name, snr / rows,
+        fprintf(stderr, "%-48s %-9s %8.2f %6.3f %10.3g %10.3g %10.3g\n", sp.path, sp.type_name, snr / rows,
                 (double)agree / rows, mean, p99, mx);
     }
     free(ref_logits);
