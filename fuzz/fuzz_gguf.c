@@ -1,15 +1,20 @@
 /* libFuzzer target: gguf_parse on arbitrary bytes, then (when it parses) the
- * spark2_5 metadata -> config.json mapping. Both are pure: no I/O. Every
+ * spark2_5 metadata -> config.json mapping and a qwen3_tts file's config keys
+ * through the speech config parsers. All pure: no I/O. Every
  * input must either fail with a message and no output, or give tensors and
  * strings that lie inside the buffer and agree with their dims and types.
  *
  * Seeds (fuzz/corpus/gguf/) come from the unit tests' writers:
  *   build/tests/test_gguf --write-seeds fuzz/corpus/gguf
- *   build/tests/test_gguf_spark --write-seeds fuzz/corpus/gguf */
+ *   build/tests/test_gguf_spark --write-seeds fuzz/corpus/gguf
+ *   build/tests/test_tts_gguf --write-seeds fuzz/corpus/gguf */
 #include "base/status.h"
 #include "io/gguf.h"
 #include "kernels/formats.h"
 #include "llm/spark_gguf.h"
+#include "tts/code2wav_config.h"
+#include "tts/qwen3_tts_config.h"
+#include "tts/tts_gguf.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -66,6 +71,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     }
     free(json);
+    for (int part = TTS_PART_TALKER; part <= TTS_PART_SPEECH; part += TTS_PART_SPEECH - TTS_PART_TALKER) {
+        json = NULL;
+        if (tts_gguf_part_config(f, (tts_part)part, &json, &len) == EMBER_OK) {
+            if (!json || strlen(json) != len) __builtin_trap();
+            tts_config *tc = malloc(sizeof *tc);
+            c2w_config *cc = malloc(sizeof *cc);
+            if (!tc || !cc) __builtin_trap();
+            ember_status st = part == TTS_PART_SPEECH ? c2w_config_parse(json, len, "fuzz.gguf", cc)
+                                                      : tts_config_parse(json, len, "fuzz.gguf", tc);
+            if (st && ember_last_error()[0] == '\0') __builtin_trap();
+            free(tc);
+            free(cc);
+        } else if (json || ember_last_error()[0] == '\0') {
+            __builtin_trap();
+        }
+        free(json);
+    }
     gguf_close(f);
     return 0;
 }

@@ -63,9 +63,23 @@ typedef struct ember_tts_params {
 ember_tts_params ember_tts_default_params(void);
 
 /* dir: a Qwen3-TTS checkpoint directory (config.json, model.safetensors,
- * speech_tokenizer/, tokenizer). Errors name the file or tensor at fault. */
+ * speech_tokenizer/, tokenizer), or a GGUF file ember_tts_quantize wrote
+ * (its matrices used as stored, mapped). Errors name the file or tensor at
+ * fault. */
 ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tts **out);
 void ember_tts_free(ember_tts *tts);
+
+/* Writes the checkpoint directory `dir` as one GGUF file at `path` that
+ * ember_tts_load reads alone (docs/API.md, "Speech models as GGUF"): the
+ * talker's and code predictor's matrices in `type` (a single format of
+ * ember_quantize_types(): "q8_0", "q4_0", "q4_k", ..., "bf16"; not a mix),
+ * the speech decoder and encoder in `speech_type` ("f32", "f16" or "bf16";
+ * NULL: "f32"), norms, biases and the speaker encoder in f32, with the
+ * configs and the text tokenizer. progress may be NULL; *n_tensors (may be
+ * NULL) gets the tensors written. The file is written whole or not at all. */
+ember_status ember_tts_quantize(const char *dir, const char *path, const char *type,
+                                const char *speech_type, ember_progress_fn progress, void *user,
+                                size_t *n_tensors);
 
 /* Samples per second of the PCM (24000; 0 with codes_only). */
 int32_t ember_tts_sample_rate(const ember_tts *tts);

@@ -1,7 +1,8 @@
 /* `ember quantize IN OUT.gguf --type T`: writes a Spark-X2.5 checkpoint (a
  * Hugging Face directory or a GGUF file) as a llama.cpp spark2_5 GGUF with
- * every weight matrix in format T. A progress bar goes to stderr when it is
- * a terminal; a summary line is always printed. */
+ * every weight matrix in format T, or a Qwen3-TTS checkpoint directory (one
+ * with a speech_tokenizer/) as one qwen3_tts GGUF. A progress bar goes to
+ * stderr when it is a terminal; a summary line is always printed. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +13,20 @@
 
 #include "cli_public.h"
 #include "ember.h"
+#include "ember_speech.h"
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ember quantize IN OUT.gguf [--type q8_0|q4_k_m|...] [--threads N]\n"
-               "  IN: a Hugging Face checkpoint directory or a GGUF file\n"
+               "                     [--speech-type f32|f16|bf16]\n"
+               "  IN: a Hugging Face checkpoint directory or a GGUF file, or a Qwen3-TTS\n"
+               "      checkpoint directory (with speech_tokenizer/): its talker and code\n"
+               "      predictor in --type (one format, not a mix), its speech decoder and\n"
+               "      encoder in --speech-type (default f32)\n"
                "  --type: a format for every weight matrix, or one of llama.cpp's mixes\n"
                "          (default q8_0): %s.\n"
                "          Norms and biases stay f32. OUT is written whole or not at all.\n"
-               "  --threads: threads converting rows (default: one per CPU)\n",
+               "  --threads: threads converting rows (default: one per CPU; speech models: one)\n",
             ember_quantize_types());
 }
 
@@ -47,19 +53,46 @@ static int on_progress(void *ctx, size_t done, size_t total)
     return 0;
 }
 
+/* A Qwen3-TTS checkpoint: a directory with the speech decoder's
+ * speech_tokenizer/ beside its config.json. */
+static int is_speech_dir(const char *path)
+{
+    char sub[4096];
+    struct stat sb;
+    snprintf(sub, sizeof sub, "%s/speech_tokenizer", path);
+    return stat(sub, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int finish(ember_status st, const bar *b, const char *out, size_t n_tensors, const char *type,
+                  double t0)
+{
+    if (b->tty && b->last >= 0) fprintf(stderr, "\r\033[K");
+    if (st != EMBER_OK) {
+        fprintf(stderr, "ember quantize: %s\n", ember_last_error());
+        return 1;
+    }
+    struct stat sb;
+    long long bytes = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
+    fprintf(stderr, "ember quantize: wrote %s: %zu tensors, %lld bytes (%s), %.2f s\n", out, n_tensors,
+            bytes, type, cli_now_s() - t0);
+    return 0;
+}
+
 int cmd_quantize(int argc, char **argv)
 {
     static const struct option opts[] = {{"type", required_argument, 0, 't'},
                                          {"threads", required_argument, 0, 'j'},
+                                         {"speech-type", required_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *type = "q8_0";
+    const char *type = "q8_0", *speech_type = NULL;
     int threads = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:j:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:j:s:h", opts, NULL)) != -1) {
         switch (c) {
         case 't': type = optarg; break;
+        case 's': speech_type = optarg; break;
         case 'j': {
             char *end = NULL;
             long v = strtol(optarg, &end, 10);
@@ -91,24 +124,25 @@ int cmd_quantize(int argc, char **argv)
     }
 
     double t0 = cli_now_s();
+    bar b = {isatty(STDERR_FILENO), -1};
+    size_t n_tensors = 0;
+    ember_status st;
+    if (is_speech_dir(in)) {
+        st = ember_tts_quantize(in, out, type, speech_type, on_progress, &b, &n_tensors);
+        return finish(st, &b, out, n_tensors, type, t0);
+    }
+    if (speech_type) {
+        fprintf(stderr, "ember quantize: --speech-type is for Qwen3-TTS checkpoints (%s has no "
+                        "speech_tokenizer/)\n", in);
+        return 2;
+    }
     ember_model_params mp = ember_model_default_params(); /* keep the file's types */
     ember_model *model = NULL;
     if (ember_model_load(in, &mp, &model) != EMBER_OK) {
         fprintf(stderr, "ember quantize: %s\n", ember_last_error());
         return 1;
     }
-    bar b = {isatty(STDERR_FILENO), -1};
-    size_t n_tensors = 0;
-    ember_status st = ember_model_quantize(model, out, type, threads, on_progress, &b, &n_tensors);
-    if (b.tty && b.last >= 0) fprintf(stderr, "\r\033[K");
+    st = ember_model_quantize(model, out, type, threads, on_progress, &b, &n_tensors);
     ember_model_free(model);
-    if (st != EMBER_OK) {
-        fprintf(stderr, "ember quantize: %s\n", ember_last_error());
-        return 1;
-    }
-    struct stat sb;
-    long long bytes = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
-    fprintf(stderr, "ember quantize: wrote %s: %zu tensors, %lld bytes (%s), %.2f s\n", out, n_tensors,
-            bytes, type, cli_now_s() - t0);
-    return 0;
+    return finish(st, &b, out, n_tensors, type, t0);
 }

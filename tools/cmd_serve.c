@@ -59,6 +59,7 @@ static void usage(FILE *f)
             "                    steps by layer type, sampler, detokenizer) written as JSON at\n"
             "                    shutdown, with the attribution table on stderr (or $EMBER_STATS)\n"
             "  --tts DIR         also serve POST /v1/audio/speech with this Qwen3-TTS model\n"
+            "                    (a directory, or the .gguf `ember quantize DIR` wrote)\n"
             "  --tts-dtype T     its talker and predictor weights (f32|bf16|q8_0; default: the\n"
             "                    profile's); its chunks follow this machine's calibration\n"
             "  --voices DIR      saved voices (DIR/NAME.voice from `ember voice create`) that a\n"

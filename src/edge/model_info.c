@@ -11,8 +11,12 @@
 #include "base/status.h"
 #include "io/json_text.h"
 #include "io/read_file.h"
+#include "io/gguf.h"
 #include "llm/spark_config.h"
+#include "llm/spark_gguf.h"
+#include "nn/weights.h"
 #include "tts/qwen3_tts_config.h"
+#include "tts/tts_gguf.h"
 
 #define CONFIG_CAP (1u << 20)
 #define MAX_DEPTH 4 /* DIR, DIR/speech_tokenizer, ... */
@@ -152,12 +156,50 @@ static int64_t safetensors_bytes(const char *dir, int depth)
     return total;
 }
 
+/* The ember_type of a tensor's format (NONE when there is none). */
+static ember_type type_of(et_dtype dt)
+{
+    for (int t = EMBER_TYPE_F32; t <= EMBER_TYPE_IQ4_XS; t++)
+        if (wt_dtype_of_type((ember_type)t) == dt) return (ember_type)t;
+    return EMBER_TYPE_NONE;
+}
+
+/* A GGUF model file: the config its metadata amounts to (Spark's
+ * spark2_5 keys, or a qwen3_tts file's config.json), the file's size, and
+ * the format of its first layer's MLP matrix as the stored one. */
+static ember_status gguf_info(const char *path, edge_model_info *out)
+{
+    gguf_file *f = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    const char *arch = NULL, *probe;
+    ember_status st = gguf_open(path, &f);
+    if (!st) st = gguf_get_str(f, "general.architecture", &arch, NULL);
+    if (!st && !strcmp(arch, TTS_GGUF_ARCH)) {
+        const char *s;
+        probe = "tk.layers.0.mlp.up_proj.weight";
+        if (!(st = gguf_get_str(f, TTS_GGUF_KEY_CONFIG, &s, &len)) && !(text = strndup(s, len)))
+            st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
+    } else if (!st) {
+        probe = "blk.0.ffn_up.weight";
+        st = spark_gguf_config_json(f, &text, &len);
+    }
+    struct stat sb;
+    if (!st) st = edge_model_info_from_config(text, len, path, stat(path, &sb) ? 0 : (int64_t)sb.st_size, out);
+    const gguf_tensor *t = st ? NULL : gguf_find_tensor(f, probe);
+    if (t && type_of(t->dtype) != EMBER_TYPE_NONE) out->stored_type = type_of(t->dtype);
+    free(text);
+    gguf_close(f);
+    return st;
+}
+
 ember_status edge_model_info_load(const char *dir, edge_model_info *out)
 {
     char path[PATH_MAX];
     char *text = NULL;
     size_t len = 0;
     memset(out, 0, sizeof *out);
+    if (gguf_is_gguf_file(dir)) return gguf_info(dir, out);
     if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
         return ember_fail(EMBER_ERR_INVALID_ARG, "model path is too long");
     ember_status st = io_read_text_file(path, CONFIG_CAP, &text, &len);

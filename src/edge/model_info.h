@@ -40,7 +40,8 @@ ember_status edge_model_info_from_config(const char *json, size_t len, const cha
 
 /* From a checkpoint directory: DIR/config.json plus every *.safetensors
  * under DIR (recursively: a TTS checkpoint keeps its codec in
- * speech_tokenizer/). */
+ * speech_tokenizer/). Or from a GGUF model file (spark2_5 or qwen3_tts):
+ * the config its metadata holds, its size, and its matrices' stored format. */
 ember_status edge_model_info_load(const char *dir, edge_model_info *out);
 
 #endif

@@ -586,6 +586,13 @@ const char *ck_config_json(const ck_dir *ck) { return ck->config; }
 
 size_t ck_config_len(const ck_dir *ck) { return ck->config_len; }
 
+size_t ck_count(const ck_dir *ck) { return ck ? ck->n_entries : 0; }
+
+const et_tensor *ck_tensor_at(const ck_dir *ck, size_t i)
+{
+    return ck && i < ck->n_entries ? ck->entries[i].t : NULL;
+}
+
 const et_tensor *ck_get(ck_dir *ck, const char *name, const char **file)
 {
     ck_entry *e = NULL;

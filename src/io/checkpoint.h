@@ -51,6 +51,11 @@ const gguf_file *ck_gguf(const ck_dir *ck);
  * receives the file name that holds it, for error messages. */
 const et_tensor *ck_get(ck_dir *ck, const char *name, const char **file);
 
+/* The tensors of the checkpoint in name order (for writers that copy a
+ * whole checkpoint); ck_tensor_at does not mark a tensor used. */
+size_t ck_count(const ck_dir *ck);
+const et_tensor *ck_tensor_at(const ck_dir *ck, size_t i);
+
 /* Drops the resident pages of every mapped file: the loader calls it when it
  * converted every tensor into memory of its own, so the file pages would
  * only inflate RSS. Tensor views stay valid (pages fault back in). */

@@ -740,3 +740,14 @@ double gguf_arr_f(const gguf_value *v, uint64_t i)
     scalar_from_bytes(&tmp, v->arr_type, v->arr_data + i * gguf_type_size(v->arr_type));
     return tmp.f;
 }
+
+ember_status gguf_check_arch(const gguf_file *f, const char *arch, const char *expect)
+{
+    const char *got;
+    ember_status st = gguf_get_str(f, "general.architecture", &got, NULL);
+    if (st) return st;
+    if (strcmp(got, arch))
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: general.architecture is '%.64s', but %s", gguf_label(f),
+                          got, expect);
+    return EMBER_OK;
+}

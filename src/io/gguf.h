@@ -120,6 +120,10 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
 /* Typed getters. A missing key or a value of another type is
  * EMBER_ERR_FORMAT with a message naming the file, the key and the type
  * expected ("x.gguf: key 'a.b' is string, expected uint32"). */
+/* EMBER_OK when general.architecture is `arch`; else UNSUPPORTED with
+ * "FILE: general.architecture is 'X', but " and `expect` (what ember reads
+ * instead), or the missing key's error. */
+ember_status gguf_check_arch(const gguf_file *f, const char *arch, const char *expect);
 ember_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out);
 ember_status gguf_get_i32(const gguf_file *f, const char *key, int32_t *out);
 ember_status gguf_get_u64(const gguf_file *f, const char *key, uint64_t *out);

@@ -108,17 +108,6 @@ static double rope_factor(uint32_t rot, uint32_t head_dim)
     return p;
 }
 
-static ember_status check_arch(const gguf_file *f)
-{
-    const char *arch;
-    ember_status st = gguf_get_str(f, "general.architecture", &arch, NULL);
-    if (st) return st;
-    if (strcmp(arch, ARCH))
-        return ember_fail(EMBER_ERR_UNSUPPORTED, "%s: general.architecture is '%.64s', but ember "
-                          "reads only '" ARCH "' GGUF files (Spark-X2.5)", gguf_label(f), arch);
-    return EMBER_OK;
-}
-
 /* vocab_size: token_embd.weight's rows; the token list and spark2_5.vocab_size agree. */
 static ember_status vocab_size(meta *m, uint32_t *out)
 {
@@ -220,7 +209,8 @@ static ember_status build_config(meta *m, cJSON *root)
     bool any_sliding;
     ember_status st;
 
-    if ((st = check_arch(f))) return st;
+    if ((st = gguf_check_arch(f, ARCH, "ember reads only '" ARCH "' GGUF files (Spark-X2.5)")))
+        return st;
     if ((st = gguf_get_u32(f, k(m, "block_count"), &n_layers)) ||
         (st = gguf_get_u32(f, k(m, "context_length"), &ctx)) ||
         (st = gguf_get_u32(f, k(m, "embedding_length"), &hidden)) ||

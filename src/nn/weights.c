@@ -2,8 +2,11 @@
 
 #include "base/large_alloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "base/status.h"
 #include "kernels/formats.h"
@@ -70,6 +73,18 @@ ember_status wt_fetch_shape(wt_loader *ld, const char *name, int want_dims, cons
     return EMBER_OK;
 }
 
+/* Drops the resident file pages wholly inside [p, p + n): a tensor just
+ * copied out of the mapping would otherwise stay in RSS beside its copy
+ * until the whole file is dropped (or for good, when the loader keeps other
+ * tensors mapped), so loading peaked at file + copies. A page read again
+ * later faults back in from the file. */
+static void drop_source_pages(const void *p, size_t n)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
+    if (end > begin) (void)madvise((void *)begin, end - begin, MADV_DONTNEED); /* advice only */
+}
+
 ember_status wt_fetch_f32(wt_loader *ld, const char *name, int n_dims, const int64_t *shape,
                           wt_f32_buf *buf, const float **out)
 {
@@ -88,6 +103,7 @@ ember_status wt_fetch_f32(wt_loader *ld, const char *name, int n_dims, const int
         buf->cap = n;
     }
     f->to_f32(t->data, buf->p, (int64_t)n);
+    drop_source_pages(t->data, t->nbytes); /* the caller repacks the copy */
     *out = buf->p;
     return EMBER_OK;
 }
@@ -170,6 +186,7 @@ static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, 
     }
     free(row);
     free(group);
+    drop_source_pages(m->data, (size_t)m->rows * in_row);
     m->dtype = target;
     m->data = dst;
     m->layout = layout;

@@ -92,13 +92,14 @@ static ember_status put_added(tok_text *b, const cJSON *config)
     return EMBER_OK;
 }
 
-ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out)
+ember_status et_tokenizer_json_from_vocab_merges(const char *dir, char **json, size_t *len, const char **pre)
 {
     char *cfg_text = NULL, *vocab = NULL, *merges = NULL;
     size_t cfg_len, vocab_len, merges_len;
     cJSON *cfg = NULL;
     tok_text b = {0};
-    *out = NULL;
+    *json = NULL;
+    *len = 0;
     ember_status st = read_dir_file(dir, "tokenizer_config.json", &cfg_text, &cfg_len);
     if (!st) st = io_json_parse(cfg_text, cfg_len, "tokenizer_config.json", "file", &cfg);
     if (!st) st = read_dir_file(dir, "vocab.json", &vocab, &vocab_len);
@@ -118,7 +119,8 @@ ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out)
     tok_text_puts(&b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":");
     if ((st = put_added(&b, cfg))) goto done;
     tok_text_puts(&b, ",");
-    tok_text_pre_style(&b, tok_pre_style_find(qwen2 ? "qwen2" : "gpt-2"));
+    *pre = qwen2 ? "qwen2" : "gpt-2";
+    tok_text_pre_style(&b, tok_pre_style_find(*pre));
     tok_text_puts(&b, ",\"post_processor\":");
     tok_text_byte_level(&b);
     tok_text_puts(&b, ",");
@@ -127,7 +129,11 @@ ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out)
     tok_text_puts(&b, ",\"merges\":");
     if ((st = put_merges(&b, merges, merges_len))) goto done;
     tok_text_puts(&b, "}}");
-    if (!(st = tok_text_status(&b))) st = et_tokenizer_load_json(b.s, b.n, out);
+    if (!(st = tok_text_status(&b))) {
+        *json = b.s;
+        *len = b.n;
+        b.s = NULL;
+    }
 done:
     if (st) ember_fail_prefix(st, "%s (vocab.json + merges.txt)", dir);
     cJSON_Delete(cfg);
@@ -135,5 +141,19 @@ done:
     free(vocab);
     free(merges);
     free(b.s);
+    return st;
+}
+
+ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out)
+{
+    char *json;
+    size_t len;
+    const char *pre;
+    *out = NULL;
+    ember_status st = et_tokenizer_json_from_vocab_merges(dir, &json, &len, &pre);
+    if (st) return st;
+    st = et_tokenizer_load_json(json, len, out);
+    free(json);
+    if (st) ember_fail_prefix(st, "%s (vocab.json + merges.txt)", dir);
     return st;
 }

@@ -28,6 +28,9 @@ void et_tokenizer_free(et_tokenizer *tok);
  * equivalent tokenizer.json (tok_vocab_merges.c). et_tokenizer_load falls
  * back to it for a directory without tokenizer.json. */
 ember_status et_tokenizer_load_vocab_merges(const char *dir, et_tokenizer **out);
+/* The tokenizer.json text those files amount to (malloc'd, *len bytes) and
+ * its pre-tokenizer's GGUF name (*pre: "qwen2" or "gpt-2", static). */
+ember_status et_tokenizer_json_from_vocab_merges(const char *dir, char **json, size_t *len, const char **pre);
 /* A GGUF file's embedded tokenizer (tokenizer.ggml.*, a "gpt2" byte-level
  * BPE) as the equivalent tokenizer.json (tok_gguf.c says how each key maps):
  * *json is malloc'd and NUL-terminated. Pure, no I/O (fuzzed). Errors name

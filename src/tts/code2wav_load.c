@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/status.h"
 #include "kernels/formats.h"
 #include "tts/tts_bind.h"
+#include "tts/tts_gguf.h"
 
 typedef struct c2w_loader {
     tts_loader tl;
@@ -285,17 +285,13 @@ static size_t vector_floats(const c2w_config *c)
     return n + 2 * (size_t)c2w_block_channels(c, c->n_blocks) + 1;
 }
 
-static ember_status read_config(c2w_model *m, const char *dir)
-{
-    char path[1200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    return c2w_config_parse(ck_config_json(m->ck), ck_config_len(m->ck), path, &m->cfg);
-}
-
 static ember_status load_into(c2w_model *m, const char *dir)
 {
     ember_status st;
-    if ((st = ck_open(dir, &m->ck)) || (st = read_config(m, dir))) return st;
+    char label[1200];
+    if ((st = tts_ck_open(dir, TTS_PART_SPEECH, &m->ck, label, sizeof label)) ||
+        (st = c2w_config_parse(ck_config_json(m->ck), ck_config_len(m->ck), label, &m->cfg)))
+        return st;
     const c2w_config *c = &m->cfg;
     const size_t n_vector = vector_floats(c);
     const size_t max_converted = 16 * (size_t)c->transformer.n_layers + 8;
@@ -333,14 +329,6 @@ static ember_status load_into(c2w_model *m, const char *dir)
     return EMBER_OK;
 }
 
-/* DIR/speech_tokenizer when it exists, else DIR. */
-static void decoder_dir(const char *dir, char *out, size_t cap)
-{
-    struct stat sb;
-    snprintf(out, cap, "%s/speech_tokenizer", dir);
-    if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode)) snprintf(out, cap, "%s", dir);
-}
-
 ember_status c2w_model_load(const char *dir, const c2w_model_params *p, c2w_model **out)
 {
     if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "c2w_model_load: out is NULL");
@@ -363,9 +351,7 @@ ember_status c2w_model_load(const char *dir, const c2w_model_params *p, c2w_mode
                           "c2w_model_load: kernel set '%s' is unknown or this CPU cannot run it",
                           kernels);
     }
-    char path[1100];
-    decoder_dir(dir, path, sizeof path);
-    ember_status st = load_into(m, path);
+    ember_status st = load_into(m, dir);
     if (st) {
         c2w_model_free(m);
         return st;

@@ -6,13 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/status.h"
-#include "io/read_file.h"
 #include "kernels/formats.h"
 #include "nn/weights.h"
 #include "tts/tts_bind.h"
+#include "tts/tts_gguf.h"
 
 typedef enum dim { D_HIDDEN, D_Q, D_KV, D_INTER, D_HEAD, D_NONE } dim;
 typedef enum part { P_ALWAYS, P_QK_NORM, P_LAYER_SCALE } part;
@@ -125,21 +124,19 @@ ember_status tts_bind_stack(tts_loader *ld, const char *prefix, const tts_stack_
     return wt_bind_vector(&ld->wt, name, c->hidden, &s->final_norm);
 }
 
-static ember_status read_configs(tts_model *m, const char *dir)
+static ember_status read_configs(tts_model *m, const char *path, const char *label)
 {
-    char path[1200];
     ember_status st;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if ((st = tts_config_parse(ck_config_json(m->ck), ck_config_len(m->ck), path, &m->cfg)))
+    if ((st = tts_config_parse(ck_config_json(m->ck), ck_config_len(m->ck), label, &m->cfg)))
         return st;
     tts_gen_config_default(&m->gen);
-    snprintf(path, sizeof path, "%s/generation_config.json", dir);
-    struct stat sb;
-    if (stat(path, &sb) != 0) return EMBER_OK; /* optional: the code defaults apply */
     char *text = NULL;
     size_t len = 0;
-    if ((st = io_read_text_file(path, 1 << 20, &text, &len))) return st;
-    st = tts_gen_config_parse(text, len, path, &m->gen);
+    if ((st = tts_read_generation_config(path, m->ck, &text, &len)) || !text) return st;
+    char gen_label[1200];
+    if (ck_gguf(m->ck)) snprintf(gen_label, sizeof gen_label, "%s (%s)", path, TTS_GGUF_KEY_GENERATION);
+    else snprintf(gen_label, sizeof gen_label, "%s/generation_config.json", path);
+    st = tts_gen_config_parse(text, len, gen_label, &m->gen);
     free(text);
     return st;
 }
@@ -147,7 +144,10 @@ static ember_status read_configs(tts_model *m, const char *dir)
 static ember_status load_into(tts_model *m, const char *dir)
 {
     ember_status st;
-    if ((st = ck_open(dir, &m->ck)) || (st = read_configs(m, dir))) return st;
+    char label[1200];
+    if ((st = tts_ck_open(dir, TTS_PART_TALKER, &m->ck, label, sizeof label)) ||
+        (st = read_configs(m, dir, label)))
+        return st;
     const tts_config *c = &m->cfg;
     const tts_stack_config *tc = &c->talker, *pc = &c->predictor;
     const int32_t groups = c->n_groups - 1;

@@ -11,6 +11,7 @@
 #include "kernels/conv.h"
 #include "kernels/exec.h"
 #include "nn/weights.h"
+#include "tts/tts_gguf.h"
 
 #define PREFIX "speaker_encoder."
 #define STATS_EPS 1e-12 /* AttentiveStatisticsPooling.eps */
@@ -132,15 +133,14 @@ ember_status spk_encoder_load(const char *dir, const ek_kernel_set *kernels, spk
 {
     *out = NULL;
     ck_dir *ck;
-    ember_status st = ck_open(dir, &ck);
+    char label[1200];
+    ember_status st = tts_ck_open(dir, TTS_PART_SPEAKER, &ck, label, sizeof label);
     if (st) return st;
     spk_encoder *e = calloc(1, sizeof *e);
     if (!e) {
         ck_close(ck);
         return ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", dir);
     }
-    char label[512];
-    snprintf(label, sizeof label, "%s/config.json", dir);
     e->kernels = kernels ? kernels : ek_kernels_best();
     spk_loader ld = {.wt = {.ck = ck, .convert_to = ET_DTYPE_COUNT, .kernels = e->kernels}};
     if (!(st = spk_config_parse(ck_config_json(ck), ck_config_len(ck), label, &e->cfg)))

@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/status.h"
 #include "io/checkpoint.h"
 #include "kernels/conv.h"
 #include "kernels/exec.h"
 #include "nn/weights.h"
+#include "tts/tts_gguf.h"
 
 #define USAGE_EPS 1e-5f /* codebook rows: embed_sum / max(cluster_usage, 1e-5) */
 
@@ -218,14 +218,10 @@ void se_encoder_free(se_encoder *e)
 
 ember_status se_encoder_load(const char *dir, const ek_kernel_set *kernels, se_encoder **out)
 {
-    char st_dir[1024], label[1100];
-    struct stat sb;
+    char label[1200];
     *out = NULL;
-    snprintf(st_dir, sizeof st_dir, "%s/speech_tokenizer", dir);
-    if (stat(st_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) snprintf(st_dir, sizeof st_dir, "%s", dir);
-    snprintf(label, sizeof label, "%s/config.json", st_dir);
     ck_dir *ck;
-    ember_status st = ck_open(st_dir, &ck);
+    ember_status st = tts_ck_open(dir, TTS_PART_SPEECH, &ck, label, sizeof label);
     if (st) return st;
     se_encoder *e = calloc(1, sizeof *e);
     if (!e) {
