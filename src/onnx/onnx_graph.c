@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "kernels/convert.h"
+#include "kernels/formats.h"
 #include "onnx.pb-c.h"
 
 /* Tensors of at least this many elements go to the external data file. */
@@ -246,19 +248,25 @@ static void put_inline(og_graph *g, Onnx__TensorProto *t, const void *bytes, siz
     t->raw_data.data = copy;
 }
 
-const char *og_init_f32(og_graph *g, const char *name, int rank, const int64_t *dims,
-                        const float *data)
+const char *og_init_raw(og_graph *g, const char *name, int type, int rank, const int64_t *dims,
+                        const void *data, size_t elem_bytes)
 {
-    Onnx__TensorProto *t = tensor(g, name, OG_FLOAT, rank, dims);
+    Onnx__TensorProto *t = tensor(g, name, type, rank, dims);
     if (!t) return "";
     size_t count = 1;
     for (int i = 0; i < rank; i++) count *= (size_t)dims[i];
     if (count >= OG_EXTERNAL_MIN)
-        put_external(g, t, data, count * sizeof *data);
+        put_external(g, t, data, count * elem_bytes);
     else
-        put_inline(g, t, data, count * sizeof *data);
+        put_inline(g, t, data, count * elem_bytes);
     og_push(g, &g->inits, t);
     return g->status ? "" : t->name;
+}
+
+const char *og_init_f32(og_graph *g, const char *name, int rank, const int64_t *dims,
+                        const float *data)
+{
+    return og_init_raw(g, name, OG_FLOAT, rank, dims, data, sizeof *data);
 }
 
 const char *og_init_i64(og_graph *g, const char *name, int n, const int64_t *values)
@@ -285,6 +293,14 @@ const char *og_const_f32(og_graph *g, const char *name, float value)
 {
     const int64_t one[1] = {1};
     return og_init_f32(g, name, 1, one, &value);
+}
+
+const char *og_const_float(og_graph *g, const char *name, int type, float value)
+{
+    if (type != OG_FLOAT16) return og_const_f32(g, name, value);
+    const int64_t one[1] = {1};
+    const uint16_t h = ek_f32_to_f16(value);
+    return og_init_raw(g, name, OG_FLOAT16, 1, one, &h, sizeof h);
 }
 
 static Onnx__AttributeProto *attribute(og_graph *g, const og_attr *a)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# `ember export onnx` on the tiny model: the decode step's graph passes the op
-# audit and Debian's onnx.checker, its inputs and outputs are what the
-# manifest says, the audit catches what NPU compilers reject (graphs written
-# here with onnx.helper), and ONNX Runtime (npm onnxruntime-node's library,
-# driven by ember's host loop) gives the native step's logits at every
-# position of a 640-token run that wraps the sliding rings many times.
+# `ember export onnx` on the tiny model: the decode step's and the prefill
+# chunk's graphs pass the op audit and Debian's onnx.checker, their inputs
+# and outputs are what the manifest says, the audit catches what NPU
+# compilers reject (graphs written here with onnx.helper), and ONNX Runtime
+# (npm onnxruntime-node's library, driven by ember's host loop) gives the
+# native step's logits at every position of a 640-token run that wraps the
+# sliding rings many times, one token per step and in prefill chunks.
 source "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 PARITY=${ONNX_PARITY:-$(dirname "$EMBER")/tests/onnx_parity}
@@ -18,23 +19,25 @@ else fail export_audit_clean "$out"; fi
 if $PY -c 'import onnx' 2>/dev/null; then
   expect_ok onnx_checker_accepts $PY -c '
 import onnx, sys
-onnx.checker.check_model(sys.argv[1], full_check=True)' "$tmp/x/decode.onnx"
+for f in sys.argv[1:]: onnx.checker.check_model(f, full_check=True)' "$tmp/x/decode.onnx" "$tmp/x/prefill.onnx"
   # the manifest against the graph as onnx reads it: every input and output,
   # its element type and shape, and nothing else
   expect_ok manifest_names_every_io $PY -c '
 import json, onnx, sys
-m = onnx.load(sys.argv[1] + "/decode.onnx", load_external_data=False)
-man = json.load(open(sys.argv[1] + "/manifest.json"))["graphs"][0]
-types = {1: "float32", 6: "int32"}
+types = {1: "float32", 6: "int32", 10: "float16"}
 def io(vals):
     return [(v.name, types.get(v.type.tensor_type.elem_type, "?"),
              [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in vals]
-for key, vals in (("inputs", m.graph.input), ("outputs", m.graph.output)):
-    want = sorted(io(vals))
-    got = sorted((e["name"], e["type"], e["shape"]) for e in man[key])
-    assert got == want, (key, set(got) ^ set(want))
-    assert all(e["meaning"] for e in man[key])
-assert all(d.dim_value > 0 for v in m.graph.input for d in v.type.tensor_type.shape.dim)' "$tmp/x"
+graphs = json.load(open(sys.argv[1] + "/manifest.json"))["graphs"]
+assert [g["kind"] for g in graphs] == ["decode", "prefill"], graphs
+for man in graphs:
+    m = onnx.load(sys.argv[1] + "/" + man["file"], load_external_data=False)
+    for key, vals in (("inputs", m.graph.input), ("outputs", m.graph.output)):
+        want = sorted(io(vals))
+        got = sorted((e["name"], e["type"], e["shape"]) for e in man[key])
+        assert got == want, (key, set(got) ^ set(want))
+        assert all(e["meaning"] for e in man[key])
+    assert all(d.dim_value > 0 for v in m.graph.input for d in v.type.tensor_type.shape.dim)' "$tmp/x"
 
   # graphs with what the audit must refuse, one fault each
   $PY - "$tmp" <<'PY'
@@ -86,6 +89,8 @@ expect_error export_context_over_model "max_position_embeddings" "$EMBER" export
 expect_error check_missing_folder "manifest.json" "$EMBER" export onnx --check "$tmp/none"
 mkdir -p "$tmp/garbage"; cp "$tmp/x/manifest.json" "$tmp/garbage/"; head -c 300 /dev/urandom >"$tmp/garbage/decode.onnx"
 expect_error check_not_onnx "decode.onnx" "$EMBER" export onnx --check "$tmp/garbage"
+expect_error export_chunk_over_context "prefill chunk 64 must be" "$EMBER" export onnx -m models/tiny -o "$tmp/y" --context 32 --prefill-chunk 64
+expect_error export_chunk_of_one "--prefill-chunk must be" "$EMBER" export onnx -m models/tiny -o "$tmp/y" --prefill-chunk 1
 expect_error export_unknown_format "only format is 'onnx'" "$EMBER" export tflite -m models/tiny -o "$tmp/y"
 
 # --- parity through ONNX Runtime ---
@@ -100,8 +105,9 @@ else
   # a graph exported for a model of another shape is refused
   expect_error onnx_runtime_other_model "layers" "$PARITY" models/demo "$tmp/x" "$lib" 4
   if [ -f models/demo/config.json ]; then
-    # the trained demo model: varied tokens, a 63-slot ring wrapped 3 times
-    "$EMBER" export onnx -m models/demo -o "$tmp/demo" --context 256 >/dev/null
+    # the trained demo model: varied tokens, a 63-slot ring wrapped 3 times;
+    # 8-token prefill chunks, so that prompts below run through them too
+    "$EMBER" export onnx -m models/demo -o "$tmp/demo" --context 256 --prefill-chunk 8 >/dev/null
     out=$("$PARITY" models/demo "$tmp/demo" "$lib" 200 100 2>&1)
     if [ $? -eq 0 ]; then pass onnx_runtime_parity_demo_200_tokens; sed "s/^/     /" <<<"$out"
     else fail onnx_runtime_parity_demo_200_tokens "$out"; fi

@@ -194,6 +194,7 @@ static void export_writes_and_refuses(void)
     ember_export_params p = ember_export_default_params();
     CHECK(p.context == 1024);
     p.context = 64;
+    p.prefill_chunk = 16;
     const char *out = path_in("x");
     REQUIRE(ember_export_onnx(m, out, &p) == EMBER_OK);
     CHECK(ember_export_onnx_check(out, NULL, NULL) == EMBER_OK);
