@@ -102,6 +102,11 @@ else
   out=$("$PARITY" models/tiny "$tmp/x" "$lib" 640 100 2>&1)
   if [ $? -eq 0 ]; then pass onnx_runtime_parity_640_tokens; sed "s/^/     /" <<<"$out"
   else fail onnx_runtime_parity_640_tokens "$out"; fi
+  # the f16 form on the tiny model (floors: see the demo's below)
+  "$EMBER" export onnx -m models/tiny -o "$tmp/x16" --dtype f16 --prefill-chunk 32 >/dev/null
+  out=$("$PARITY" models/tiny "$tmp/x16" "$lib" 200 45 0.98 2>&1)
+  if [ $? -eq 0 ]; then pass onnx_f16_tiny_snr_and_top1; sed "s/^/     /" <<<"$out"
+  else fail onnx_f16_tiny_snr_and_top1 "$out"; fi
   # a graph exported for a model of another shape is refused
   expect_error onnx_runtime_other_model "layers" "$PARITY" models/demo "$tmp/x" "$lib" 4
   if [ -f models/demo/config.json ]; then
@@ -111,6 +116,32 @@ else
     out=$("$PARITY" models/demo "$tmp/demo" "$lib" 200 100 2>&1)
     if [ $? -eq 0 ]; then pass onnx_runtime_parity_demo_200_tokens; sed "s/^/     /" <<<"$out"
     else fail onnx_runtime_parity_demo_200_tokens "$out"; fi
+    # the reduced forms against native f32, teacher-forced on native's greedy
+    # ids. Floors set once from measured runs (f16: demo min 53.9 dB, tiny
+    # 71.4 dB, top-1 1.000; qdq8: demo min 28.6 dB, mean 43 dB, top-1 0.996),
+    # about 8 dB and a few tokens under them: rounding, not a broken graph
+    # (a wrong mask or layout gives < 10 dB and top-1 near chance).
+    forms_ok=1
+    for form in f16 qdq8; do
+      "$EMBER" export onnx -m models/demo -o "$tmp/demo_$form" --context 256 --prefill-chunk 32 --dtype "$form" >/dev/null &&
+        "$EMBER" export onnx --check "$tmp/demo_$form" >/dev/null || forms_ok=0
+    done
+    if [ $forms_ok = 1 ]; then pass export_f16_and_qdq8_pass_audit; else fail export_f16_and_qdq8_pass_audit; fi
+    out=$("$PARITY" models/demo "$tmp/demo_f16" "$lib" 200 45 0.98 2>&1)
+    if [ $? -eq 0 ]; then pass onnx_f16_demo_snr_and_top1; sed "s/^/     /" <<<"$out"
+    else fail onnx_f16_demo_snr_and_top1 "$out"; fi
+    out=$("$PARITY" models/demo "$tmp/demo_qdq8" "$lib" 200 20 0.95 2>&1)
+    if [ $? -eq 0 ]; then pass onnx_qdq8_demo_snr_and_top1; sed "s/^/     /" <<<"$out"
+    else fail onnx_qdq8_demo_snr_and_top1 "$out"; fi
+    if grep -q '"qdq8"' "$tmp/demo_qdq8/manifest.json" && ! grep -qa MatMulNBits "$tmp/demo_qdq8/decode.onnx" &&
+       grep -qa DequantizeLinear "$tmp/demo_qdq8/decode.onnx"; then pass qdq8_graph_dequantizes_weights_without_matmulnbits
+    else fail qdq8_graph_dequantizes_weights_without_matmulnbits; fi
+    # free-running greedy ids of the qdq8 graph against native's (reported)
+    native=$("$EMBER" generate -m models/demo -p "The weather in Paris" -n 48 --greedy --print-ids 2>/dev/null | tr ',' '\n')
+    qdq=$("$EMBER" generate -m models/demo -p "The weather in Paris" -n 48 --greedy --print-ids \
+          --backend "onnx:$tmp/demo_qdq8" --onnx-runtime "$lib" 2>/dev/null | tr ',' '\n')
+    same=$(paste <(echo "$native") <(echo "$qdq") | awk -F'\t' '$1 != $2 {exit} {n++} END {print n+0}')
+    echo "     qdq8 free-running greedy: the first $same of $(grep -c . <<<"$native") pieces equal native's"
     # `ember generate --backend onnx:DIR`: the same greedy ids as the native step
     gen() { "$EMBER" generate -m models/demo -p "The weather in Paris" -n 48 --greedy --print-ids "$@" 2>/dev/null; }
     native=$(gen); onnx=$(gen --backend "onnx:$tmp/demo" --onnx-runtime "$lib")
