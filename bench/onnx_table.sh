@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 21's table: for each model and each exported form (f32, f16, qdq8),
-# the graph and weight file sizes and the per-step times of the decode step
+# the graph files' and their shared weight file's sizes and the per-step times of the decode step
 # and one prefill chunk on ONNX Runtime's CPU provider against ember's native
 # steps (build/bench/onnx_steps). One JSON object per line; nothing is
 # asserted (shared, noisy machines; the CPU provider is not the target).
@@ -23,7 +23,7 @@ for model in "$@"; do
     build/ember export onnx -m "$model" -o "$dir" --context "$ctx" --prefill-chunk "$chunk" --dtype "$form" >/dev/null
     t1=$(date +%s.%N)
     sizes=""
-    for f in decode.onnx decode.onnx.data prefill.onnx prefill.onnx.data; do
+    for f in decode.onnx prefill.onnx weights.onnx.data; do
       sizes="$sizes${sizes:+, }\"$f\": $(stat -c %s "$dir/$f")"
     done
     printf '{"model": "%s", "form": "%s", "context": %s, "export_s": %.2f, "bytes": {%s}}\n' \

@@ -160,8 +160,8 @@ static char *manifest_text(const spark_config *c, const spark_decode_layout *lay
     cJSON_AddStringToObject(root, "producer", "ember");
     cJSON_AddStringToObject(root, "architecture", "spark2_5");
     cJSON_AddItemToObject(root, "graphs", graphs);
-    add_graph(graphs, c, lay, "decode", EXPORT_DECODE_FILE, EXPORT_DECODE_DATA);
-    if (chunk) add_graph(graphs, c, chunk, "prefill", EXPORT_PREFILL_FILE, EXPORT_PREFILL_DATA);
+    add_graph(graphs, c, lay, "decode", EXPORT_DECODE_FILE, EXPORT_DATA);
+    if (chunk) add_graph(graphs, c, chunk, "prefill", EXPORT_PREFILL_FILE, EXPORT_DATA);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
@@ -194,17 +194,21 @@ ember_status ember_export_onnx(const ember_model *model, const char *dir,
     if (!manifest) return ember_fail(EMBER_ERR_NO_MEMORY, "export: cannot build the manifest");
     /* a folder exported before without a prefill graph must not keep one */
     remove(paths.prefill);
-    remove(paths.prefill_data);
-    st = spark_decode_graph_write(model, &lay, paths.model, paths.data, EXPORT_DECODE_DATA);
-    if (!st && p.prefill_chunk)
-        st = spark_decode_graph_write(model, &chunk, paths.prefill, paths.prefill_data, EXPORT_PREFILL_DATA);
+    og_data *data = NULL;
+    st = og_data_open(paths.data, EXPORT_DATA, &data);
+    if (!st) st = spark_decode_graph_write(model, &lay, paths.model, data);
+    if (!st && p.prefill_chunk) st = spark_decode_graph_write(model, &chunk, paths.prefill, data);
+    if (!st) {
+        st = og_data_close(data);
+        data = NULL;
+    }
     if (!st) st = io_write_file_atomic(paths.manifest, manifest, strlen(manifest));
     free(manifest);
+    og_data_discard(data);
     if (st) {
         remove(paths.model);
         remove(paths.data);
         remove(paths.prefill);
-        remove(paths.prefill_data);
     }
     return st;
 }

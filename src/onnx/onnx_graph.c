@@ -13,7 +13,6 @@
 
 /* Tensors of at least this many elements go to the external data file. */
 #define OG_EXTERNAL_MIN 1024
-#define OG_DATA_ALIGN 4096
 
 /* Every message, string and array of a graph lives in one arena, freed at
  * once: a built graph is written once and dropped. */
@@ -33,9 +32,8 @@ struct og_graph {
     og_chunk *arena;
     const char *name;
     og_list nodes, inits, inputs, outputs;
-    FILE *data;
-    const char *data_path, *data_location;
-    uint64_t data_size;
+    og_data *data;
+    int owns_data; /* made by og_create: closed by og_write, removed by og_free */
     unsigned counter;
 };
 
@@ -97,36 +95,40 @@ static void og_push(og_graph *g, og_list *l, void *item)
     l->items[l->n++] = item;
 }
 
-ember_status og_create(const char *name, const char *data_path, const char *data_location,
-                       og_graph **out)
+ember_status og_create_shared(const char *name, og_data *data, og_graph **out)
 {
     *out = NULL;
     og_graph *g = calloc(1, sizeof *g);
     if (!g) return ember_fail(EMBER_ERR_NO_MEMORY, "onnx graph: out of memory");
     g->name = og_strdup(g, name);
-    g->data_path = og_strdup(g, data_path);
-    g->data_location = og_strdup(g, data_location);
+    g->data = data;
     if (g->status) {
         og_free(g);
         return EMBER_ERR_NO_MEMORY;
     }
-    g->data = fopen(data_path, "wb");
-    if (!g->data) {
-        ember_status st = ember_fail(EMBER_ERR_IO, "%s: cannot create: %s", data_path, strerror(errno));
-        og_free(g);
+    *out = g;
+    return EMBER_OK;
+}
+
+ember_status og_create(const char *name, const char *data_path, const char *data_location,
+                       og_graph **out)
+{
+    og_data *d;
+    ember_status st = og_data_open(data_path, data_location, &d);
+    if (st) return st;
+    st = og_create_shared(name, d, out);
+    if (st) {
+        og_data_discard(d);
         return st;
     }
-    *out = g;
+    (*out)->owns_data = 1;
     return EMBER_OK;
 }
 
 void og_free(og_graph *g)
 {
     if (!g) return;
-    if (g->data) {
-        fclose(g->data);
-        remove(g->data_path); /* never written out: og_write closes it */
-    }
+    if (g->owns_data) og_data_discard(g->data); /* never written out: og_write closes it */
     while (g->arena) {
         og_chunk *next = g->arena->next;
         free(g->arena);
@@ -214,22 +216,21 @@ static Onnx__StringStringEntryProto *entry(og_graph *g, const char *key, const c
     return e;
 }
 
-/* Appends bytes to the data file at the next aligned offset and points the
- * tensor at them. The file holds the host's byte order: little-endian, as
- * ONNX requires (ember runs on x86-64 and AArch64 only). */
+/* Points the tensor at its bytes in the data file (written there unless a
+ * graph before stored the same). The file holds the host's byte order:
+ * little-endian, as ONNX requires (ember runs on x86-64 and AArch64 only). */
 static void put_external(og_graph *g, Onnx__TensorProto *t, const void *bytes, size_t n)
 {
-    uint64_t offset = (g->data_size + OG_DATA_ALIGN - 1) / OG_DATA_ALIGN * OG_DATA_ALIGN;
-    static const char zeros[OG_DATA_ALIGN];
-    if (fwrite(zeros, 1, (size_t)(offset - g->data_size), g->data) != offset - g->data_size ||
-        fwrite(bytes, 1, n, g->data) != n) {
-        g->status = ember_fail(EMBER_ERR_IO, "%s: write failed: %s", g->data_path, strerror(errno));
+    uint64_t offset;
+    if (g->status) return;
+    ember_status st = og_data_put(g->data, t->name, bytes, n, &offset);
+    if (st) {
+        g->status = st;
         return;
     }
-    g->data_size = offset + n;
     Onnx__StringStringEntryProto **ext = og_alloc(g, 3 * sizeof *ext);
     if (!ext) return;
-    ext[0] = entry(g, "location", g->data_location);
+    ext[0] = entry(g, "location", og_data_location(g->data));
     ext[1] = entry(g, "offset", og_printf(g, "%llu", (unsigned long long)offset));
     ext[2] = entry(g, "length", og_printf(g, "%zu", n));
     t->n_external_data = 3;
@@ -411,11 +412,12 @@ ember_status og_write(og_graph *g, const char *path, int64_t ir_version, int64_t
                       const char *producer_version)
 {
     if (g->status) return g->status;
-    if (fclose(g->data) != 0) {
+    if (g->owns_data) {
+        g->owns_data = 0;
+        ember_status st = og_data_close(g->data);
         g->data = NULL;
-        return g->status = ember_fail(EMBER_ERR_IO, "%s: write failed", g->data_path);
+        if (st) return g->status = st;
     }
-    g->data = NULL;
 
     Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
     graph.name = (char *)g->name;

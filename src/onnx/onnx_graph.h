@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "ember.h"
+#include "onnx/onnx_data.h"
 
 /* ONNX TensorProto.DataType values this builder writes. */
 enum { OG_FLOAT = 1, OG_INT8 = 3, OG_INT32 = 6, OG_INT64 = 7, OG_FLOAT16 = 10 };
@@ -36,6 +37,9 @@ typedef struct og_attr {
  * folder). The data file is created now (truncated). */
 ember_status og_create(const char *name, const char *data_path, const char *data_location,
                        og_graph **out);
+/* The same writing into a data file the caller owns (and closes after the
+ * last graph), which several graphs may share. */
+ember_status og_create_shared(const char *name, og_data *data, og_graph **out);
 void og_free(og_graph *g);
 
 /* The sticky status: EMBER_OK while every call has succeeded. */

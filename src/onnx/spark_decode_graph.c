@@ -367,8 +367,7 @@ static size_t largest_matrix(const ember_model *m)
 }
 
 ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_layout *lay,
-                                      const char *model_path, const char *data_path,
-                                      const char *data_location)
+                                      const char *model_path, og_data *data)
 {
     const spark_config *c = &m->cfg;
     ember_status st = spark_decode_check_model(m);
@@ -398,7 +397,7 @@ ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_l
         snprintf(name, sizeof name, "spark_decode_ar1_cl%d", lay->context);
     else
         snprintf(name, sizeof name, "spark_prefill_ar%d_cl%d", lay->tokens, lay->context);
-    st = og_create(name, data_path, data_location, &s.g);
+    st = og_create_shared(name, data, &s.g);
     if (st) {
         free(s.tmp);
         free(s.packed);
