@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/checksum.h"
 #include "base/status.h"
 
 #define OG_DATA_ALIGN 4096
@@ -21,16 +22,6 @@ struct og_data {
     stored *items;
     size_t n, cap;
 };
-
-/* FNV-1a over the bytes: equal names with equal hashes and lengths are
- * taken as the same tensor (both come from one model's weights). */
-static uint64_t hash_of(const void *bytes, size_t n)
-{
-    const unsigned char *p = bytes;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
 
 ember_status og_data_open(const char *path, const char *location, og_data **out)
 {
@@ -90,7 +81,9 @@ const char *og_data_location(const og_data *d)
 ember_status og_data_put(og_data *d, const char *name, const void *bytes, size_t n,
                          uint64_t *offset)
 {
-    const uint64_t h = hash_of(bytes, n);
+    /* equal names with equal checksums and lengths are the same tensor
+     * (both come from one model's weights) */
+    const uint64_t h = cksum64_of(bytes, n);
     for (size_t i = 0; i < d->n; i++)
         if (d->items[i].length == n && d->items[i].hash == h && !strcmp(d->items[i].name, name)) {
             *offset = d->items[i].offset;
