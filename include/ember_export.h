@@ -20,8 +20,13 @@ extern "C" {
 typedef enum {
     EMBER_EXPORT_F32 = 0, /* f32 weights, activations and I/O */
     EMBER_EXPORT_F16,     /* f16 weights, activations and I/O (the NPU's form) */
-    EMBER_EXPORT_QDQ8     /* int8 weights per output channel behind
+    EMBER_EXPORT_QDQ8,    /* int8 weights per output channel behind
                              DequantizeLinear; f32 activations and I/O */
+    EMBER_EXPORT_QDQ4     /* int4 weights in blocks of 64 along the input
+                             axis (symmetric, int4 zero points) behind
+                             DequantizeLinear; f32 activations and I/O;
+                             opset 21, IR 10; every weight's input size a
+                             multiple of 64 */
 } ember_export_form;
 
 typedef struct ember_export_params {

@@ -12,7 +12,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ember export onnx -m MODEL -o DIR [--context 1024] [--prefill-chunk 128]\n"
-               "                         [--dtype f32|f16|qdq8|T]\n"
+               "                         [--dtype f32|f16|qdq8|qdq4|T]\n"
                "       ember export onnx --check DIR\n"
                "  writes DIR/decode.onnx (the decode step, opset 17, static shapes),\n"
                "  DIR/prefill.onnx (a chunk of N prompt tokens), their weights in\n"
@@ -24,7 +24,8 @@ static void usage(FILE *f)
                "             when smaller); 0 writes no prefill graph\n"
                "  --dtype: the graphs' form: f32 (default), f16 (f16 weights, activations\n"
                "           and I/O, for NPUs), qdq8 (int8 per-channel weights behind\n"
-               "           DequantizeLinear, f32 activations); any other type (q8_0, bf16...)\n"
+               "           DequantizeLinear, f32 activations), qdq4 (int4 weights in blocks\n"
+               "           of 64, opset 21); any other type (q8_0, bf16...)\n"
                "           rounds the weights through it at load and writes f32\n"
                "  --check: list each graph's ops, opset and I/O shapes and fail on anything\n"
                "           outside the QNN HTP allow-list, dynamic dims, int64 indices,\n"
@@ -84,6 +85,7 @@ int cmd_export(int argc, char **argv)
             if (!strcmp(optarg, "f32")) ep.form = EMBER_EXPORT_F32;
             else if (!strcmp(optarg, "f16")) ep.form = EMBER_EXPORT_F16;
             else if (!strcmp(optarg, "qdq8")) ep.form = EMBER_EXPORT_QDQ8;
+            else if (!strcmp(optarg, "qdq4")) ep.form = EMBER_EXPORT_QDQ4;
             else if (cli_parse_type(optarg, &mp.weight_type)) {
                 fprintf(stderr, "ember export: unknown --dtype '%s'\n", optarg);
                 return 2;

@@ -131,8 +131,8 @@ static void add_graph(cJSON *graphs, const spark_config *c, const spark_decode_l
     cJSON_AddStringToObject(g, "form", spark_onnx_form_name(lay->form));
     cJSON_AddStringToObject(g, "file", file);
     cJSON_AddStringToObject(g, "data_file", data_file);
-    cJSON_AddNumberToObject(g, "opset", 17);
-    cJSON_AddNumberToObject(g, "ir_version", 8);
+    cJSON_AddNumberToObject(g, "opset", spark_onnx_opset(lay->form));
+    cJSON_AddNumberToObject(g, "ir_version", spark_onnx_ir_version(lay->form));
     cJSON_AddNumberToObject(g, "tokens", lay->tokens);
     cJSON_AddNumberToObject(g, "context", lay->context);
     for (int t = 0; t < SPARK_LAYER_TYPES; t++) {
@@ -177,7 +177,7 @@ ember_status ember_export_onnx(const ember_model *model, const char *dir,
     ember_status st = spark_decode_layout_of(&model->cfg, p.context, &lay);
     if (!st) st = spark_decode_check_model(model);
     if (st) return st;
-    if (p.form < EMBER_EXPORT_F32 || p.form > EMBER_EXPORT_QDQ8)
+    if (p.form < EMBER_EXPORT_F32 || p.form > EMBER_EXPORT_QDQ4)
         return ember_fail(EMBER_ERR_INVALID_ARG, "export: unknown form %d", (int)p.form);
     if (p.prefill_chunk != 0 && (p.prefill_chunk < 2 || p.prefill_chunk > p.context))
         return ember_fail(EMBER_ERR_INVALID_ARG, "export: prefill chunk %d must be 0 or in [2, %d] (the context)",

@@ -249,19 +249,27 @@ static void put_inline(og_graph *g, Onnx__TensorProto *t, const void *bytes, siz
     t->raw_data.data = copy;
 }
 
-const char *og_init_raw(og_graph *g, const char *name, int type, int rank, const int64_t *dims,
-                        const void *data, size_t elem_bytes)
+const char *og_init_packed(og_graph *g, const char *name, int type, int rank,
+                           const int64_t *dims, const void *data, size_t bytes)
 {
     Onnx__TensorProto *t = tensor(g, name, type, rank, dims);
     if (!t) return "";
     size_t count = 1;
     for (int i = 0; i < rank; i++) count *= (size_t)dims[i];
     if (count >= OG_EXTERNAL_MIN)
-        put_external(g, t, data, count * elem_bytes);
+        put_external(g, t, data, bytes);
     else
-        put_inline(g, t, data, count * elem_bytes);
+        put_inline(g, t, data, bytes);
     og_push(g, &g->inits, t);
     return g->status ? "" : t->name;
+}
+
+const char *og_init_raw(og_graph *g, const char *name, int type, int rank, const int64_t *dims,
+                        const void *data, size_t elem_bytes)
+{
+    size_t count = 1;
+    for (int i = 0; i < rank; i++) count *= (size_t)dims[i];
+    return og_init_packed(g, name, type, rank, dims, data, count * elem_bytes);
 }
 
 const char *og_init_f32(og_graph *g, const char *name, int rank, const int64_t *dims,

@@ -17,7 +17,7 @@
 #include "onnx/onnx_data.h"
 
 /* ONNX TensorProto.DataType values this builder writes. */
-enum { OG_FLOAT = 1, OG_INT8 = 3, OG_INT32 = 6, OG_INT64 = 7, OG_FLOAT16 = 10 };
+enum { OG_FLOAT = 1, OG_INT8 = 3, OG_INT32 = 6, OG_INT64 = 7, OG_FLOAT16 = 10, OG_INT4 = 22 };
 
 #define OG_MAX_RANK 8
 
@@ -57,6 +57,10 @@ const char *og_init_f32(og_graph *g, const char *name, int rank, const int64_t *
  * (elem_bytes each): inline when small, else to the data file. */
 const char *og_init_raw(og_graph *g, const char *name, int type, int rank, const int64_t *dims,
                         const void *data, size_t elem_bytes);
+/* The same for a packed type (int4: two to a byte, the first element in the
+ * low nibble) given its total bytes. */
+const char *og_init_packed(og_graph *g, const char *name, int type, int rank,
+                           const int64_t *dims, const void *data, size_t bytes);
 /* int64 initializer, inline (shapes, slice bounds). rank 1 with n values.
  * Asking again for a name with the same values returns the existing one. */
 const char *og_init_i64(og_graph *g, const char *name, int n, const int64_t *values);

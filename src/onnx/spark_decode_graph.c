@@ -3,14 +3,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/status.h"
 #include "kernels/convert.h"
 #include "kernels/formats.h"
 #include "onnx/onnx_graph.h"
 
-#define OPSET 17
-#define IR_VERSION 8 /* the newest Debian's onnx 1.12 checker accepts */
 
 ember_status spark_decode_check_model(const ember_model *m)
 {
@@ -68,6 +67,52 @@ static void quantize_columns(const float *wt, int64_t cols, int64_t rows, int8_t
         }
 }
 
+/* Symmetric int4 in blocks of 64 rows of W^T (the input axis) per column:
+ * scale = max|w| / 7 over the block, q in [-7, 7] packed two to a byte in
+ * row-major order, the first in the low nibble. */
+static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_t *q, float *scale)
+{
+    const int64_t B = SPARK_ONNX_INT4_BLOCK;
+    memset(q, 0, (size_t)((cols * rows + 1) / 2));
+    for (int64_t b = 0; b < cols / B; b++)
+        for (int64_t r = 0; r < rows; r++) {
+            float amax = 0;
+            for (int64_t k = b * B; k < (b + 1) * B; k++) amax = fmaxf(amax, fabsf(wt[k * rows + r]));
+            const float sc = amax > 0 ? amax / 7.0f : 1.0f;
+            scale[b * rows + r] = sc;
+            for (int64_t k = b * B; k < (b + 1) * B; k++) {
+                float v = roundf(wt[k * rows + r] / sc);
+                const int iv = v > 7 ? 7 : v < -7 ? -7 : (int)v;
+                const int64_t i = k * rows + r;
+                q[i / 2] |= (uint8_t)((iv & 15) << (i % 2 ? 4 : 0));
+            }
+        }
+}
+
+/* The int4 form's DequantizeLinear: weight [K, N], scales and int4 zero
+ * points [K/64, N] (QNN reads 4-bit from the zero point's type). */
+static const char *dequantize4(step_ctx *s, const char *name, int64_t rows, int64_t cols,
+                               const float *data)
+{
+    const int64_t n = rows * cols, B = SPARK_ONNX_INT4_BLOCK;
+    const int64_t dims[2] = {rows, cols}, sdims[2] = {rows / B, cols};
+    const size_t qbytes = (size_t)(n + 1) / 2, sbytes = (size_t)(rows / B * cols) * sizeof(float);
+    uint8_t *q = s->packed;
+    float *scale = (float *)((char *)s->packed + (qbytes + 64) / 64 * 64);
+    uint8_t *zero = (uint8_t *)scale + (sbytes + 64) / 64 * 64;
+    quantize_blocks4(data, rows, cols, q, scale);
+    memset(zero, 0, (size_t)(rows / B * cols + 1) / 2);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s.int4", name);
+    const char *in[3] = {og_init_packed(s->g, nm, OG_INT4, 2, dims, q, qbytes), NULL, NULL};
+    snprintf(nm, sizeof nm, "%s.scale", name);
+    in[1] = og_init_f32(s->g, nm, 2, sdims, scale);
+    snprintf(nm, sizeof nm, "%s.zero_point", name);
+    in[2] = og_init_packed(s->g, nm, OG_INT4, 2, sdims, zero, (size_t)(rows / B * cols + 1) / 2);
+    const og_attr attrs[2] = {{"axis", OG_ATTR_INT, 0, 0, NULL, 0}, {"block_size", OG_ATTR_INT, B, 0, NULL, 0}};
+    return og_node(s->g, "DequantizeLinear", name, 3, in, 2, attrs);
+}
+
 /* A float matrix initializer in the graph's form: f32, f16, or (QDQ) int8
  * per column plus a DequantizeLinear whose output is the f32 matrix. */
 static const char *float_matrix(step_ctx *s, const char *name, int64_t rows, int64_t cols,
@@ -80,6 +125,7 @@ static const char *float_matrix(step_ctx *s, const char *name, int64_t rows, int
         return og_init_raw(s->g, name, OG_FLOAT16, 2, dims, h, 2);
     }
     if (!quantize) return og_init_f32(s->g, name, 2, dims, data);
+    if (s->lay->form == SPARK_ONNX_QDQ4) return dequantize4(s, name, rows, cols, data);
     char nm[160];
     float *scale = (float *)((char *)s->packed + ((size_t)n + 64) / 64 * 64);
     quantize_columns(data, rows, cols, s->packed, scale);
@@ -101,7 +147,8 @@ static const char *weight_t(step_ctx *s, const char *name, const ek_matrix *w)
         ek_row_to_f32(row, w, r);
         for (int64_t k = 0; k < cols; k++) s->tmp[k * rows + r] = row[k];
     }
-    return float_matrix(s, name, cols, rows, s->tmp, s->lay->form == SPARK_ONNX_QDQ8);
+    return float_matrix(s, name, cols, rows, s->tmp,
+                        s->lay->form == SPARK_ONNX_QDQ8 || s->lay->form == SPARK_ONNX_QDQ4);
 }
 
 static const char *vector(step_ctx *s, const char *name, const float *v, int64_t n)
@@ -136,10 +183,13 @@ static const char *linear(step_ctx *s, const char *name, const char *x, const ek
 static const char *rmsnorm(step_ctx *s, const char *name, const char *x, const float *w)
 {
     const int64_t last = -1;
-    const og_attr mean_attrs[2] = {{"axes", OG_ATTR_INTS, 0, 0, &last, 1},
-                                   {"keepdims", OG_ATTR_INT, 1, 0, NULL, 0}};
+    const og_attr mean_attrs[2] = {{"keepdims", OG_ATTR_INT, 1, 0, NULL, 0},
+                                   {"axes", OG_ATTR_INTS, 0, 0, &last, 1}};
     const char *sq = node2(s, "Mul", name, x, x);
-    const char *ms = og_node(s->g, "ReduceMean", name, 1, &sq, 2, mean_attrs);
+    /* from opset 18 the axes are a (1-D, constant) input, no longer an attribute */
+    const int axes_input = spark_onnx_opset(s->lay->form) >= 18;
+    const char *in[2] = {sq, axes_input ? og_init_i64(s->g, "axes_last", 1, &last) : NULL};
+    const char *ms = og_node(s->g, "ReduceMean", name, axes_input ? 2 : 1, in, axes_input ? 1 : 2, mean_attrs);
     const char *r = node1(s, "Reciprocal", name, node1(s, "Sqrt", name, node2(s, "Add", name, ms, s->eps)));
     return node2(s, "Mul", name, node2(s, "Mul", name, x, r), vector(s, name, w, s->c->hidden));
 }
@@ -372,6 +422,11 @@ ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_l
     const spark_config *c = &m->cfg;
     ember_status st = spark_decode_check_model(m);
     if (st) return st;
+    const int64_t B = SPARK_ONNX_INT4_BLOCK;
+    if (lay->form == SPARK_ONNX_QDQ4 &&
+        (c->hidden % B || c->intermediate % B || ((int64_t)c->n_heads * c->head_dim) % B))
+        return ember_fail(EMBER_ERR_UNSUPPORTED, "export: the int4 form needs hidden, intermediate "
+                          "and heads x head_dim to be multiples of %d", (int)B);
     if (lay->tokens < 1 || lay->tokens > lay->context)
         return ember_fail(EMBER_ERR_INVALID_ARG, "export: %d tokens per run do not fit the context %d",
                           lay->tokens, lay->context);
@@ -427,7 +482,8 @@ ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_l
     const int64_t ldims[2] = {s.T, c->vocab};
     og_output(s.g, "logits", s.et, 2, ldims);
 
-    st = og_write(s.g, model_path, IR_VERSION, OPSET, ember_version_string());
+    st = og_write(s.g, model_path, spark_onnx_ir_version(lay->form), spark_onnx_opset(lay->form),
+                  ember_version_string());
     og_free(s.g);
     free(s.tmp);
     free(s.packed);
