@@ -192,8 +192,11 @@ PY
     else fail chat_backend_onnx_same_replies "native: $native" "onnx:   $onnx"; fi
     # a bucket's end: a 40-position graph stops generation where a native
     # session of max_context 40 does, with the same ids (5 prompt tokens, 35
-    # fed back, the 36th sampled from the last step's logits)
-    "$EMBER" export onnx -m models/demo -o "$tmp/demo40" --context 40 >/dev/null
+    # fed back, the 36th sampled from the last step's logits); a folder
+    # without a prefill graph: prompts run as decode steps
+    "$EMBER" export onnx -m models/demo -o "$tmp/demo40" --context 40 --prefill-chunk 0 >/dev/null
+    if [ ! -e "$tmp/demo40/prefill.onnx" ] && ! grep -q prefill "$tmp/demo40/manifest.json"; then
+      pass export_without_prefill_graph; else fail export_without_prefill_graph; fi
     ids() { "$EMBER" generate -m models/demo --ids 1,2,3,4,5 -n 60 --greedy --print-ids "$@" 2>/dev/null; }
     native=$(ids --max-context 40); onnx=$(ids --backend "onnx:$tmp/demo40" --onnx-runtime "$lib")
     n=$(tr ',' '\n' <<<"$onnx" | grep -c .)
