@@ -27,7 +27,7 @@ for model in "$@"; do
       sizes="$sizes${sizes:+, }\"$f\": $(stat -c %s "$dir/$f")"
     done
     printf '{"model": "%s", "form": "%s", "context": %s, "export_s": %.2f, "bytes": {%s}}\n' \
-      "$model" "$form" "$ctx" "$(echo "$t1 - $t0" | bc)" "$sizes"
+      "$model" "$form" "$ctx" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$sizes"
     build/bench/onnx_steps -m "$model" -x "$dir" --ort "$lib" --at "$at" --reps "$reps" \
       --threads "$threads" 2>/dev/null
     rm -rf "$dir"
