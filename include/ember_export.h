@@ -16,17 +16,36 @@
 extern "C" {
 #endif
 
+/* The form of the exported graphs. */
+typedef enum {
+    EMBER_EXPORT_F32 = 0, /* f32 weights, activations and I/O */
+    EMBER_EXPORT_F16,     /* f16 weights, activations and I/O (the NPU's form) */
+    EMBER_EXPORT_QDQ8,    /* int8 weights per output channel behind
+                             DequantizeLinear; f32 activations and I/O */
+    EMBER_EXPORT_QDQ4     /* int4 weights in blocks of 64 along the input
+                             axis (symmetric, int4 zero points) behind
+                             DequantizeLinear; f32 activations and I/O;
+                             opset 21, IR 10; every weight's input size a
+                             multiple of 64 */
+} ember_export_form;
+
 typedef struct ember_export_params {
     int32_t context; /* the context bucket: positions 0..context-1 fit; the
                         full-attention caches hold context-1 past entries.
                         default 1024 */
+    int32_t prefill_chunk; /* tokens per run of the prefill graph, in
+                              [2, context]; 0 writes no prefill graph.
+                              default 128 */
+    ember_export_form form; /* default EMBER_EXPORT_F32 */
 } ember_export_params;
 
 ember_export_params ember_export_default_params(void);
 
-/* Writes into the folder `dir` (created if missing): decode.onnx (the f32
+/* Writes into the folder `dir` (created if missing): decode.onnx (the
  * decode step, opset 17, IR 8, static shapes), decode.onnx.data (its weights,
- * 4096-aligned external data) and manifest.json. Files are written whole or
+ * 4096-aligned external data), prefill.onnx and prefill.onnx.data (a chunk
+ * of prefill_chunk tokens, the same caches as inputs, its new keys and
+ * values as outputs) and manifest.json. Files are written whole or
  * removed. Errors: INVALID_ARG (context), UNSUPPORTED (a model option the
  * graph cannot express), IO, NO_MEMORY. Reads the model only. */
 ember_status ember_export_onnx(const ember_model *model, const char *dir,

@@ -11,15 +11,22 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ember export onnx -m MODEL -o DIR [--context 1024] [--dtype T]\n"
+    fprintf(f, "usage: ember export onnx -m MODEL -o DIR [--context 1024] [--prefill-chunk 128]\n"
+               "                         [--dtype f32|f16|qdq8|qdq4|T]\n"
                "       ember export onnx --check DIR\n"
-               "  writes DIR/decode.onnx (the f32 decode step, opset 17, static shapes),\n"
-               "  DIR/decode.onnx.data (its weights) and DIR/manifest.json (every input and\n"
-               "  output: shape, type, meaning)\n"
-               "  --context: the context bucket the graph is compiled for (positions\n"
+               "  writes DIR/decode.onnx (the decode step, opset 17, static shapes),\n"
+               "  DIR/prefill.onnx (a chunk of N prompt tokens), the weights both share in\n"
+               "  DIR/weights.onnx.data and DIR/manifest.json (every input and output:\n"
+               "  shape, type, meaning)\n"
+               "  --context: the context bucket the graphs are compiled for (positions\n"
                "             0..N-1; full-attention caches hold N-1 entries)\n"
-               "  --dtype: convert weights at load first (default: as stored); the graph\n"
-               "           holds them as f32 either way\n"
+               "  --prefill-chunk: tokens per prefill run (default 128, or the context\n"
+               "             when smaller); 0 writes no prefill graph\n"
+               "  --dtype: the graphs' form: f32 (default), f16 (f16 weights, activations\n"
+               "           and I/O, for NPUs), qdq8 (int8 per-channel weights behind\n"
+               "           DequantizeLinear, f32 activations), qdq4 (int4 weights in blocks\n"
+               "           of 64, opset 21); any other type (q8_0, bf16...)\n"
+               "           rounds the weights through it at load and writes f32\n"
                "  --check: list each graph's ops, opset and I/O shapes and fail on anything\n"
                "           outside the QNN HTP allow-list, dynamic dims, int64 indices,\n"
                "           IsNaN/Where guards, Reshape allowzero=1, rank-0 axes\n");
@@ -36,13 +43,14 @@ int cmd_export(int argc, char **argv)
                                          {"out", required_argument, 0, 'o'},
                                          {"context", required_argument, 0, 'c'},
                                          {"dtype", required_argument, 0, 'd'},
+                                         {"prefill-chunk", required_argument, 0, 'p'},
                                          {"check", required_argument, 0, 'k'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model_dir = NULL, *out = NULL, *check = NULL;
     ember_model_params mp = ember_model_default_params();
     ember_export_params ep = ember_export_default_params();
-    int c;
+    int c, chunk_given = 0;
     if (argc < 2 || strcmp(argv[1], "onnx") != 0) {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             usage(stdout);
@@ -66,8 +74,19 @@ int cmd_export(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'p':
+            if (cli_parse_int(optarg, 0, 1 << 20, &ep.prefill_chunk) || ep.prefill_chunk == 1) {
+                fprintf(stderr, "ember export: --prefill-chunk must be 0 or an integer >= 2\n");
+                return 2;
+            }
+            chunk_given = 1;
+            break;
         case 'd':
-            if (cli_parse_type(optarg, &mp.weight_type)) {
+            if (!strcmp(optarg, "f32")) ep.form = EMBER_EXPORT_F32;
+            else if (!strcmp(optarg, "f16")) ep.form = EMBER_EXPORT_F16;
+            else if (!strcmp(optarg, "qdq8")) ep.form = EMBER_EXPORT_QDQ8;
+            else if (!strcmp(optarg, "qdq4")) ep.form = EMBER_EXPORT_QDQ4;
+            else if (cli_parse_type(optarg, &mp.weight_type)) {
                 fprintf(stderr, "ember export: unknown --dtype '%s'\n", optarg);
                 return 2;
             }
@@ -88,6 +107,7 @@ int cmd_export(int argc, char **argv)
         printf("check: PASS\n");
         return 0;
     }
+    if (!chunk_given && ep.prefill_chunk > ep.context) ep.prefill_chunk = ep.context;
     ember_model *model;
     if (ember_model_load(model_dir, &mp, &model) != EMBER_OK) {
         fprintf(stderr, "ember export: %s\n", ember_last_error());
@@ -99,6 +119,10 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "ember export: %s\n", ember_last_error());
         return 1;
     }
-    printf("exported the decode step (context %d) to %s\n", ep.context, out);
+    if (ep.prefill_chunk)
+        printf("exported the decode step and a %d-token prefill chunk (context %d) to %s\n",
+               ep.prefill_chunk, ep.context, out);
+    else
+        printf("exported the decode step (context %d) to %s\n", ep.context, out);
     return 0;
 }

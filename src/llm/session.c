@@ -134,20 +134,31 @@ void session_forward(ember_session *s, llm_work *w, const int32_t *ids, size_t n
     }
 }
 
-/* The onnx backend: one exported decode step per token (no prefill graph
- * yet), the last one's logits kept. */
+/* The onnx backend: whole chunks of the prompt through the prefill graph
+ * while one fits (its static shape takes exactly N tokens), the rest one
+ * decode step per token; the last token's logits kept. Padding a short
+ * tail into a chunk would cost a full chunk's compute for a few rows. */
 static ember_status ort_forward(ember_session *s, const int32_t *ids, size_t n_ids)
 {
     const float *logits = NULL;
-    for (size_t i = 0; i < n_ids; i++) {
-        ember_status st = spark_ort_step(s->ort, ids[i], &logits);
+    const size_t chunk = (size_t)spark_ort_chunk_tokens(s->ort);
+    const size_t vocab = (size_t)s->m->cfg.vocab;
+    size_t last_row = 0;
+    for (size_t i = 0; i < n_ids;) {
+        const int whole = chunk && n_ids - i >= chunk &&
+                          spark_ort_position(s->ort) + chunk <= (size_t)spark_ort_context(s->ort);
+        ember_status st = whole ? spark_ort_chunk(s->ort, ids + i, &logits)
+                                : spark_ort_step(s->ort, ids[i], &logits);
         if (st) {
             s->has_logits = 0;
             return st;
         }
-        s->pos++;
+        const size_t n = whole ? chunk : 1;
+        last_row = n - 1;
+        s->pos += n;
+        i += n;
     }
-    memcpy(s->logits, logits, (size_t)s->m->cfg.vocab * sizeof *s->logits);
+    memcpy(s->logits, logits + last_row * vocab, vocab * sizeof *s->logits);
     s->has_logits = 1;
     return EMBER_OK;
 }

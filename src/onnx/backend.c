@@ -15,14 +15,14 @@ ember_status onnx_backend_open(const spark_config *c, const char *backend, const
     if (!backend || !strcmp(backend, "cpu")) return EMBER_OK;
     if (strncmp(backend, "onnx:", 5) || !backend[5])
         return ember_fail(EMBER_ERR_INVALID_ARG, "backend '%s': expected cpu or onnx:DIR", backend);
-    int32_t context;
-    ember_status st = spark_ort_manifest(c, backend + 5, &context);
+    spark_ort_info info;
+    ember_status st = spark_ort_manifest(c, backend + 5, &info);
     if (st) return ember_fail_prefix(st, "backend %s", backend);
     onnx_backend *b = calloc(1, sizeof *b);
     if (b) {
         b->dir = strdup(backend + 5);
         b->runtime = strdup(runtime ? runtime : DEFAULT_RUNTIME);
-        b->context = context;
+        b->context = info.context;
     }
     if (!b || !b->dir || !b->runtime) {
         onnx_backend_free(b);

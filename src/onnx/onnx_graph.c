@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "kernels/convert.h"
+#include "kernels/formats.h"
 #include "onnx.pb-c.h"
 
 /* Tensors of at least this many elements go to the external data file. */
 #define OG_EXTERNAL_MIN 1024
-#define OG_DATA_ALIGN 4096
 
 /* Every message, string and array of a graph lives in one arena, freed at
  * once: a built graph is written once and dropped. */
@@ -31,9 +32,8 @@ struct og_graph {
     og_chunk *arena;
     const char *name;
     og_list nodes, inits, inputs, outputs;
-    FILE *data;
-    const char *data_path, *data_location;
-    uint64_t data_size;
+    og_data *data;
+    int owns_data; /* made by og_create: closed by og_write, removed by og_free */
     unsigned counter;
 };
 
@@ -95,36 +95,40 @@ static void og_push(og_graph *g, og_list *l, void *item)
     l->items[l->n++] = item;
 }
 
-ember_status og_create(const char *name, const char *data_path, const char *data_location,
-                       og_graph **out)
+ember_status og_create_shared(const char *name, og_data *data, og_graph **out)
 {
     *out = NULL;
     og_graph *g = calloc(1, sizeof *g);
     if (!g) return ember_fail(EMBER_ERR_NO_MEMORY, "onnx graph: out of memory");
     g->name = og_strdup(g, name);
-    g->data_path = og_strdup(g, data_path);
-    g->data_location = og_strdup(g, data_location);
+    g->data = data;
     if (g->status) {
         og_free(g);
         return EMBER_ERR_NO_MEMORY;
     }
-    g->data = fopen(data_path, "wb");
-    if (!g->data) {
-        ember_status st = ember_fail(EMBER_ERR_IO, "%s: cannot create: %s", data_path, strerror(errno));
-        og_free(g);
+    *out = g;
+    return EMBER_OK;
+}
+
+ember_status og_create(const char *name, const char *data_path, const char *data_location,
+                       og_graph **out)
+{
+    og_data *d;
+    ember_status st = og_data_open(data_path, data_location, &d);
+    if (st) return st;
+    st = og_create_shared(name, d, out);
+    if (st) {
+        og_data_discard(d);
         return st;
     }
-    *out = g;
+    (*out)->owns_data = 1;
     return EMBER_OK;
 }
 
 void og_free(og_graph *g)
 {
     if (!g) return;
-    if (g->data) {
-        fclose(g->data);
-        remove(g->data_path); /* never written out: og_write closes it */
-    }
+    if (g->owns_data) og_data_discard(g->data); /* never written out: og_write closes it */
     while (g->arena) {
         og_chunk *next = g->arena->next;
         free(g->arena);
@@ -212,22 +216,21 @@ static Onnx__StringStringEntryProto *entry(og_graph *g, const char *key, const c
     return e;
 }
 
-/* Appends bytes to the data file at the next aligned offset and points the
- * tensor at them. The file holds the host's byte order: little-endian, as
- * ONNX requires (ember runs on x86-64 and AArch64 only). */
+/* Points the tensor at its bytes in the data file (written there unless a
+ * graph before stored the same). The file holds the host's byte order:
+ * little-endian, as ONNX requires (ember runs on x86-64 and AArch64 only). */
 static void put_external(og_graph *g, Onnx__TensorProto *t, const void *bytes, size_t n)
 {
-    uint64_t offset = (g->data_size + OG_DATA_ALIGN - 1) / OG_DATA_ALIGN * OG_DATA_ALIGN;
-    static const char zeros[OG_DATA_ALIGN];
-    if (fwrite(zeros, 1, (size_t)(offset - g->data_size), g->data) != offset - g->data_size ||
-        fwrite(bytes, 1, n, g->data) != n) {
-        g->status = ember_fail(EMBER_ERR_IO, "%s: write failed: %s", g->data_path, strerror(errno));
+    uint64_t offset;
+    if (g->status) return;
+    ember_status st = og_data_put(g->data, t->name, bytes, n, &offset);
+    if (st) {
+        g->status = st;
         return;
     }
-    g->data_size = offset + n;
     Onnx__StringStringEntryProto **ext = og_alloc(g, 3 * sizeof *ext);
     if (!ext) return;
-    ext[0] = entry(g, "location", g->data_location);
+    ext[0] = entry(g, "location", og_data_location(g->data));
     ext[1] = entry(g, "offset", og_printf(g, "%llu", (unsigned long long)offset));
     ext[2] = entry(g, "length", og_printf(g, "%zu", n));
     t->n_external_data = 3;
@@ -246,19 +249,33 @@ static void put_inline(og_graph *g, Onnx__TensorProto *t, const void *bytes, siz
     t->raw_data.data = copy;
 }
 
-const char *og_init_f32(og_graph *g, const char *name, int rank, const int64_t *dims,
-                        const float *data)
+const char *og_init_packed(og_graph *g, const char *name, int type, int rank,
+                           const int64_t *dims, const void *data, size_t bytes)
 {
-    Onnx__TensorProto *t = tensor(g, name, OG_FLOAT, rank, dims);
+    Onnx__TensorProto *t = tensor(g, name, type, rank, dims);
     if (!t) return "";
     size_t count = 1;
     for (int i = 0; i < rank; i++) count *= (size_t)dims[i];
     if (count >= OG_EXTERNAL_MIN)
-        put_external(g, t, data, count * sizeof *data);
+        put_external(g, t, data, bytes);
     else
-        put_inline(g, t, data, count * sizeof *data);
+        put_inline(g, t, data, bytes);
     og_push(g, &g->inits, t);
     return g->status ? "" : t->name;
+}
+
+const char *og_init_raw(og_graph *g, const char *name, int type, int rank, const int64_t *dims,
+                        const void *data, size_t elem_bytes)
+{
+    size_t count = 1;
+    for (int i = 0; i < rank; i++) count *= (size_t)dims[i];
+    return og_init_packed(g, name, type, rank, dims, data, count * elem_bytes);
+}
+
+const char *og_init_f32(og_graph *g, const char *name, int rank, const int64_t *dims,
+                        const float *data)
+{
+    return og_init_raw(g, name, OG_FLOAT, rank, dims, data, sizeof *data);
 }
 
 const char *og_init_i64(og_graph *g, const char *name, int n, const int64_t *values)
@@ -285,6 +302,14 @@ const char *og_const_f32(og_graph *g, const char *name, float value)
 {
     const int64_t one[1] = {1};
     return og_init_f32(g, name, 1, one, &value);
+}
+
+const char *og_const_float(og_graph *g, const char *name, int type, float value)
+{
+    if (type != OG_FLOAT16) return og_const_f32(g, name, value);
+    const int64_t one[1] = {1};
+    const uint16_t h = ek_f32_to_f16(value);
+    return og_init_raw(g, name, OG_FLOAT16, 1, one, &h, sizeof h);
 }
 
 static Onnx__AttributeProto *attribute(og_graph *g, const og_attr *a)
@@ -395,11 +420,12 @@ ember_status og_write(og_graph *g, const char *path, int64_t ir_version, int64_t
                       const char *producer_version)
 {
     if (g->status) return g->status;
-    if (fclose(g->data) != 0) {
+    if (g->owns_data) {
+        g->owns_data = 0;
+        ember_status st = og_data_close(g->data);
         g->data = NULL;
-        return g->status = ember_fail(EMBER_ERR_IO, "%s: write failed", g->data_path);
+        if (st) return g->status = st;
     }
-    g->data = NULL;
 
     Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
     graph.name = (char *)g->name;

@@ -14,9 +14,10 @@
 #include <stdint.h>
 
 #include "ember.h"
+#include "onnx/onnx_data.h"
 
 /* ONNX TensorProto.DataType values this builder writes. */
-enum { OG_FLOAT = 1, OG_INT32 = 6, OG_INT64 = 7 };
+enum { OG_FLOAT = 1, OG_INT8 = 3, OG_INT32 = 6, OG_INT64 = 7, OG_FLOAT16 = 10, OG_INT4 = 22 };
 
 #define OG_MAX_RANK 8
 
@@ -36,6 +37,9 @@ typedef struct og_attr {
  * folder). The data file is created now (truncated). */
 ember_status og_create(const char *name, const char *data_path, const char *data_location,
                        og_graph **out);
+/* The same writing into a data file the caller owns (and closes after the
+ * last graph), which several graphs may share. */
+ember_status og_create_shared(const char *name, og_data *data, og_graph **out);
 void og_free(og_graph *g);
 
 /* The sticky status: EMBER_OK while every call has succeeded. */
@@ -49,11 +53,21 @@ void og_output(og_graph *g, const char *name, int type, int rank, const int64_t 
 /* Float initializer (copied: inline when small, else to the data file). */
 const char *og_init_f32(og_graph *g, const char *name, int rank, const int64_t *dims,
                         const float *data);
+/* An initializer of any element type from its raw little-endian bytes
+ * (elem_bytes each): inline when small, else to the data file. */
+const char *og_init_raw(og_graph *g, const char *name, int type, int rank, const int64_t *dims,
+                        const void *data, size_t elem_bytes);
+/* The same for a packed type (int4: two to a byte, the first element in the
+ * low nibble) given its total bytes. */
+const char *og_init_packed(og_graph *g, const char *name, int type, int rank,
+                           const int64_t *dims, const void *data, size_t bytes);
 /* int64 initializer, inline (shapes, slice bounds). rank 1 with n values.
  * Asking again for a name with the same values returns the existing one. */
 const char *og_init_i64(og_graph *g, const char *name, int n, const int64_t *values);
 /* A float scalar constant of shape [1] (broadcasts like a scalar). */
 const char *og_const_f32(og_graph *g, const char *name, float value);
+/* The same as float32 or float16 (type OG_FLOAT or OG_FLOAT16). */
+const char *og_const_float(og_graph *g, const char *name, int type, float value);
 
 /* Adds a node; its single output gets a fresh name derived from `hint` and
  * is returned. in[] may hold NULL only at the end (trimmed). */

@@ -38,7 +38,6 @@ enum {
 };
 #define ORT_API_VERSION_ASKED 1
 #define ORT_LOG_WARNING 2       /* OrtLoggingLevel */
-#define ORT_OPTIMIZE_ALL 99     /* GraphOptimizationLevel ORT_ENABLE_ALL */
 #define ORT_ARENA_ALLOCATOR 1   /* OrtAllocatorType */
 #define ORT_MEM_DEFAULT 0       /* OrtMemType */
 
@@ -133,7 +132,7 @@ const char *ort_runtime_version(const ort_runtime *rt)
     return rt->version;
 }
 
-ember_status ort_graph_load(ort_runtime *rt, const char *model_path, int threads,
+ember_status ort_graph_load(ort_runtime *rt, const char *model_path, int threads, int level,
                             ort_graph **out)
 {
     *out = NULL;
@@ -147,7 +146,7 @@ ember_status ort_graph_load(ort_runtime *rt, const char *model_path, int threads
         st = check(rt, API(rt, fn_set_int, ORT_SET_INTRA_OP_NUM_THREADS)(opts, threads),
                    "SetIntraOpNumThreads");
     if (!st)
-        st = check(rt, API(rt, fn_set_int, ORT_SET_GRAPH_OPTIMIZATION_LEVEL)(opts, ORT_OPTIMIZE_ALL),
+        st = check(rt, API(rt, fn_set_int, ORT_SET_GRAPH_OPTIMIZATION_LEVEL)(opts, level),
                    "SetSessionGraphOptimizationLevel");
     if (!st)
         st = check(rt, API(rt, fn_create_session, ORT_CREATE_SESSION)(rt->env, model_path, opts, &g->session),

@@ -16,7 +16,10 @@
 #include "ember.h"
 
 /* Element types, as ONNX numbers them (ORT uses the same values). */
-enum { ORT_FLOAT = 1, ORT_INT32 = 6 };
+enum { ORT_FLOAT = 1, ORT_INT32 = 6, ORT_FLOAT16 = 10 };
+
+/* GraphOptimizationLevel values. */
+enum { ORT_OPTIMIZE_BASIC = 1, ORT_OPTIMIZE_ALL = 99 };
 
 typedef struct ort_runtime ort_runtime;
 typedef struct ort_graph ort_graph;
@@ -29,8 +32,8 @@ void ort_runtime_close(ort_runtime *rt);
 const char *ort_runtime_version(const ort_runtime *rt);
 
 /* A session for the model file on the CPU provider with `threads` intra-op
- * threads (0: ORT's choice) and every graph optimization on. */
-ember_status ort_graph_load(ort_runtime *rt, const char *model_path, int threads,
+ * threads (0: ORT's choice) and graph optimizations up to `level`. */
+ember_status ort_graph_load(ort_runtime *rt, const char *model_path, int threads, int level,
                             ort_graph **out);
 void ort_graph_free(ort_graph *g);
 

@@ -20,16 +20,17 @@
 
 #include "ember.h"
 #include "llm/spark.h"
+#include "onnx/onnx_data.h"
 #include "onnx/spark_decode_layout.h"
 
 /* Fails (UNSUPPORTED) on model options the graph does not express: the
  * tanh GELU, the all-full-attention benchmark mode. */
 ember_status spark_decode_check_model(const ember_model *m);
 
-/* Builds the graph and writes model_path plus its weights to data_path
- * (named data_location inside the model). */
+/* Builds the graph (lay->tokens per run, in lay->form) and writes it to
+ * model_path, its weights into data (shared with graphs written before:
+ * weights already there are referenced, not written again). */
 ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_layout *lay,
-                                      const char *model_path, const char *data_path,
-                                      const char *data_location);
+                                      const char *model_path, og_data *data);
 
 #endif

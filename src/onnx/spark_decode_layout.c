@@ -1,6 +1,25 @@
 #include "onnx/spark_decode_layout.h"
 
+#include <string.h>
+
 #include "base/status.h"
+
+static const char *const form_names[] = {"f32", "f16", "qdq8", "qdq4"};
+
+const char *spark_onnx_form_name(spark_onnx_form form)
+{
+    return form_names[form];
+}
+
+int spark_onnx_form_parse(const char *name, spark_onnx_form *out)
+{
+    for (int i = 0; i < (int)(sizeof form_names / sizeof *form_names); i++)
+        if (name && !strcmp(name, form_names[i])) {
+            *out = (spark_onnx_form)i;
+            return 0;
+        }
+    return 1;
+}
 
 const char *spark_decode_type_name(int type)
 {
@@ -15,6 +34,8 @@ ember_status spark_decode_layout_of(const spark_config *c, int32_t context,
                           "context %d must be in [2, %d] (max_position_embeddings)",
                           context, c->max_positions);
     out->context = context;
+    out->tokens = 1;
+    out->form = SPARK_ONNX_F32;
     for (int t = 0; t < SPARK_LAYER_TYPES; t++) {
         out->has_type[t] = spark_config_count_layers(c, (spark_layer_type)t) > 0;
         out->half[t] = c->rope[t].rot_dims / 2;

@@ -15,8 +15,30 @@
  * times the softmax scale underflows to 0 in f32 and f16). */
 #define SPARK_ONNX_MASK_OFF (-65504.0f)
 
+/* The forms a graph is exported in: f32; f16 weights, activations and I/O
+ * (what the NPU runs, spec onnx-export.md 1.3); int8 weights per output
+ * channel, or int4 weights in blocks of 64 along the input axis, behind
+ * DequantizeLinear with f32 activations and I/O (QDQ). */
+typedef enum { SPARK_ONNX_F32 = 0, SPARK_ONNX_F16, SPARK_ONNX_QDQ8, SPARK_ONNX_QDQ4 } spark_onnx_form;
+
+/* int4 needs DequantizeLinear's block_size and the int4 type: opset 21 and
+ * IR 10 (which Debian's onnx 1.12 checker cannot read); the others stay at
+ * opset 17 / IR 8, what AI Hub's own LLM exports use. */
+static inline int spark_onnx_opset(spark_onnx_form form)
+{
+    return form == SPARK_ONNX_QDQ4 ? 21 : 17;
+}
+static inline int spark_onnx_ir_version(spark_onnx_form form)
+{
+    return form == SPARK_ONNX_QDQ4 ? 10 : 8;
+}
+/* The block of the int4 form along a weight's input axis. */
+#define SPARK_ONNX_INT4_BLOCK 64
+
 typedef struct spark_decode_layout {
     int32_t context;                    /* the bucket: positions 0..context-1 */
+    int32_t tokens;                     /* tokens per run: 1 (decode) or a prefill chunk */
+    spark_onnx_form form;
     int32_t slots[SPARK_LAYER_TYPES];   /* cache slots per layer of each type */
     int32_t half[SPARK_LAYER_TYPES];    /* rotary table width: rot_dims / 2 */
     int has_type[SPARK_LAYER_TYPES];
@@ -25,7 +47,18 @@ typedef struct spark_decode_layout {
 /* A layer type's name in graph I/O names and the manifest: "sliding", "full". */
 const char *spark_decode_type_name(int type);
 
-/* Fails (EMBER_ERR_INVALID_ARG) on a context outside [2, max_positions]. */
+const char *spark_onnx_form_name(spark_onnx_form form);
+/* Parses "f32", "f16", "qdq8" or "qdq4"; non-zero when name is none of them. */
+int spark_onnx_form_parse(const char *name, spark_onnx_form *out);
+/* The element type of the graph's float inputs and outputs: 2 bytes (f16)
+ * or 4 (f32). */
+static inline size_t spark_onnx_io_bytes(spark_onnx_form form)
+{
+    return form == SPARK_ONNX_F16 ? 2 : 4;
+}
+
+/* The decode layout (tokens 1, form f32; callers set both after).
+ * Fails (EMBER_ERR_INVALID_ARG) on a context outside [2, max_positions]. */
 ember_status spark_decode_layout_of(const spark_config *c, int32_t context,
                                     spark_decode_layout *out);
 

@@ -1,9 +1,11 @@
-/* ember's host loop around an exported Spark decode step run by ONNX
- * Runtime: it owns the per-layer caches in the graph's layout (sliding
- * layers a ring, full layers the bucket), the masks and the rotary tables,
- * feeds one token per step and writes the step's new keys and values into
- * their slots. Everything is sized when it is opened; a step allocates
- * nothing. */
+/* ember's host loop around an exported Spark decode step (and, when the
+ * folder has one, its prefill chunk) run by ONNX Runtime: it owns the
+ * per-layer caches in the graphs' layout (sliding layers a ring, full layers
+ * the bucket), the masks and the rotary tables, feeds one token per decode
+ * step or a chunk of N per prefill run, and writes the new keys and values
+ * into their slots. Graph I/O is f32 or f16 as the folder's form says; the
+ * logits handed back are f32. Everything is sized when it is opened; a step
+ * allocates nothing. */
 #ifndef EMBER_ONNX_SPARK_ORT_H
 #define EMBER_ONNX_SPARK_ORT_H
 
@@ -11,12 +13,20 @@
 
 #include "ember.h"
 #include "llm/spark_config.h"
+#include "onnx/spark_decode_layout.h"
 
 typedef struct spark_ort spark_ort;
 
-/* Reads the context bucket of dir's decode graph from its manifest and
- * checks the graph was exported for a model with config c (its layers). */
-ember_status spark_ort_manifest(const spark_config *c, const char *dir, int32_t *context);
+/* What an exported folder's manifest says about its graphs. */
+typedef struct spark_ort_info {
+    int32_t context;       /* the bucket */
+    int32_t prefill_chunk; /* tokens per prefill run; 0 when there is no prefill graph */
+    spark_onnx_form form;
+} spark_ort_info;
+
+/* Reads dir's manifest and checks its graphs were exported for a model
+ * with config c (its layers). */
+ember_status spark_ort_manifest(const spark_config *c, const char *dir, spark_ort_info *info);
 
 /* Opens dir (an `ember export onnx` folder for a model with config c) with
  * the ONNX Runtime library at ort_lib. threads: ORT's intra-op threads (0:
@@ -29,6 +39,14 @@ void spark_ort_free(spark_ort *s);
  * stay valid until the next step. EMBER_ERR_CONTEXT_FULL at the bucket's
  * end. */
 ember_status spark_ort_step(spark_ort *s, int32_t id, const float **logits);
+
+/* The prefill graph's chunk size (0: the folder has none). */
+int32_t spark_ort_chunk_tokens(const spark_ort *s);
+/* Runs the prefill graph on the next spark_ort_chunk_tokens ids;
+ * *logits: one row of vocab floats per token, valid until the next run.
+ * EMBER_ERR_UNSUPPORTED without a prefill graph, EMBER_ERR_CONTEXT_FULL
+ * when the chunk would pass the bucket's end. */
+ember_status spark_ort_chunk(spark_ort *s, const int32_t *ids, const float **logits);
 
 /* The sliding layers' rings as they lie (spark_ort_ring_bytes bytes), and
  * back: what a conversation keeps to return to an earlier position
@@ -43,6 +61,7 @@ void spark_ort_reset(spark_ort *s);
 
 int32_t spark_ort_position(const spark_ort *s);
 int32_t spark_ort_context(const spark_ort *s);
+spark_onnx_form spark_ort_form(const spark_ort *s);
 const char *spark_ort_runtime_version(const spark_ort *s);
 
 #endif

@@ -194,6 +194,7 @@ static void export_writes_and_refuses(void)
     ember_export_params p = ember_export_default_params();
     CHECK(p.context == 1024);
     p.context = 64;
+    p.prefill_chunk = 16;
     const char *out = path_in("x");
     REQUIRE(ember_export_onnx(m, out, &p) == EMBER_OK);
     CHECK(ember_export_onnx_check(out, NULL, NULL) == EMBER_OK);
@@ -228,7 +229,8 @@ static void export_writes_and_refuses(void)
     ember_model_free(m);
     /* tidy the folder for the next case */
     remove(path_in("x/decode.onnx"));
-    remove(path_in("x/decode.onnx.data"));
+    remove(path_in("x/weights.onnx.data"));
+    remove(path_in("x/prefill.onnx"));
     remove(path_in("x/manifest.json"));
     rmdir(out);
 }
@@ -245,6 +247,51 @@ static void export_refuses_tanh_gelu(void)
     ember_model_free(m);
 }
 
+/* A data file shared by graphs stores a tensor once per name and bytes. */
+static void data_file_stores_shared_tensors_once(void)
+{
+    og_data *d;
+    REQUIRE(og_data_open(path_in("shared.data"), "shared.data", &d) == EMBER_OK);
+    static float a[1500], b[1500];
+    for (int i = 0; i < 1500; i++) a[i] = b[i] = (float)i;
+    b[1499] = -1;
+    uint64_t oa = 1, oa2 = 2, ob = 3, oc = 4;
+    CHECK(og_data_put(d, "w", a, sizeof a, &oa) == EMBER_OK);
+    CHECK(og_data_put(d, "w", a, sizeof a, &oa2) == EMBER_OK);
+    CHECK(og_data_put(d, "w", b, sizeof b, &ob) == EMBER_OK); /* same name, other bytes */
+    CHECK(og_data_put(d, "v", a, sizeof a, &oc) == EMBER_OK); /* same bytes, other name */
+    CHECK(oa == 0 && oa2 == 0);
+    CHECK(ob == 8192 && oc == 16384); /* each new tensor at the next 4096 boundary */
+    CHECK(og_data_close(d) == EMBER_OK);
+    struct stat st;
+    CHECK(stat(path_in("shared.data"), &st) == 0 && st.st_size == 16384 + (off_t)sizeof a);
+    remove(path_in("shared.data"));
+}
+
+/* The prefill graph adds no weight bytes: it refers to the decode step's. */
+static void prefill_graph_shares_the_weights(void)
+{
+    ember_model *m;
+    REQUIRE(ember_model_load(model_dir(), NULL, &m) == EMBER_OK);
+    ember_export_params p = ember_export_default_params();
+    p.context = 64;
+    p.prefill_chunk = 0;
+    struct stat alone, both;
+    REQUIRE(ember_export_onnx(m, path_in("a"), &p) == EMBER_OK);
+    CHECK(stat(path_in("a/weights.onnx.data"), &alone) == 0);
+    CHECK(access(path_in("a/prefill.onnx"), F_OK) != 0);
+    p.prefill_chunk = 8;
+    REQUIRE(ember_export_onnx(m, path_in("a"), &p) == EMBER_OK);
+    CHECK(stat(path_in("a/weights.onnx.data"), &both) == 0);
+    CHECK(access(path_in("a/prefill.onnx"), F_OK) == 0);
+    CHECK(alone.st_size > 0 && both.st_size == alone.st_size);
+    CHECK(ember_export_onnx_check(path_in("a"), NULL, NULL) == EMBER_OK);
+    ember_model_free(m);
+    const char *files[] = {"a/decode.onnx", "a/prefill.onnx", "a/weights.onnx.data", "a/manifest.json"};
+    for (int i = 0; i < 4; i++) remove(path_in(files[i]));
+    rmdir(path_in("a"));
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/ember-onnx-XXXXXX");
@@ -256,6 +303,8 @@ int main(void)
     RUN(layout_sizes_caches_by_type);
     RUN(export_writes_and_refuses);
     RUN(export_refuses_tanh_gelu);
+    RUN(data_file_stores_shared_tensors_once);
+    RUN(prefill_graph_shares_the_weights);
     remove(path_in("small.onnx"));
     remove(path_in("small.data"));
     remove(path_in("one.onnx"));
