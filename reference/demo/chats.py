@@ -4,7 +4,7 @@ user's words, JSON tool results and answers that use them; requests no
 offered tool fits answered directly. Everything here is generated; see
 SOURCES.md.
 
-    conversation(rng) -> (conv, kinds)
+    conversation(rng, max_turns=None, offered=None) -> (conv, kinds)
         conv  = {"tools": [...], "messages": [...]}
         kinds = {message index: kind} for each assistant message, kind one of
                 "call", "call2" (two calls), "answer" (after a tool result),
@@ -532,17 +532,25 @@ def _turn(rng, names, msgs, kinds, think):
                                think, "None of my tools fits this request, so I'll say so."))
 
 
-def conversation(rng, max_turns=None):
-    """max_turns: None for the default mix (mostly one request), else 1..max_turns
-    requests drawn uniformly (more assistant turns per rendered tool list: the
-    second training stage uses it to spend less compute on system prompts)."""
+def offer(rng):
+    """The tool names and system prompt a conversation starts with."""
     if rng.random() < 0.05:
         names = []
     else:
         names = rng.sample(NAMES, rng.choice([2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 5]))
+    return names, rng.choice(SYSTEMS)
+
+
+def conversation(rng, max_turns=None, offered=None):
+    """max_turns: None for the default mix (mostly one request), else 1..max_turns
+    requests drawn uniformly (more assistant turns per rendered tool list: the
+    second training stage uses it to spend less compute on system prompts).
+    offered: (names, system) from offer() to reuse (a family of conversations
+    with one rendered system prompt, which training computes once); None draws
+    them, consuming the generator exactly as before families existed."""
+    names, system = offered if offered is not None else offer(rng)
     tools = [TOOLS[n] for n in names]
     msgs, kinds = [], {}
-    system = rng.choice(SYSTEMS)
     if system:
         msgs.append({"role": "system", "content": system})
     think = rng.random() < 0.25

@@ -13,7 +13,8 @@ writes
 
 From Python (sys.path holding reference/demo):
     stories(seed, n) -> [str]                     the first n stories of a seed
-    chats(seed, n) -> [{"tools", "messages"}]     the first n conversations of a seed
+    chats(seed, n, max_turns=None, family=1) -> [{"tools", "messages"}]
+                                                  the first n conversations of a seed
     heldout(seed, n) -> [{"tools", "messages", "kind", "expected"}]
         conversations cut where the assistant must answer: render
         chatfmt.render(messages, tools, add_generation_prompt=True) and compare
@@ -48,15 +49,22 @@ def drills(seed, n):
     return [_drills.drill(rng) for _ in range(n)]
 
 
-def _conversations(seed, max_turns=None):
+def _conversations(seed, max_turns=None, family=1):
+    """family > 1: runs of that many conversations share one tool list and
+    system prompt (each conversation is otherwise drawn as usual)."""
     rng = random.Random(f"chat-{seed}")
     while True:
-        yield _chats.conversation(rng, max_turns)
+        if family <= 1:
+            yield _chats.conversation(rng, max_turns)
+            continue
+        offered = _chats.offer(rng)
+        for _ in range(family):
+            yield _chats.conversation(rng, max_turns, offered)
 
 
-def chats(seed, n, max_turns=None):
+def chats(seed, n, max_turns=None, family=1):
     out = []
-    for conv, _ in _conversations(seed, max_turns):
+    for conv, _ in _conversations(seed, max_turns, family):
         if len(out) == n:
             break
         out.append(conv)
@@ -99,6 +107,10 @@ def main():
     ap.add_argument("--chats", type=int, default=40000)
     ap.add_argument("--max-turns", type=int, default=None,
                     help="requests per conversation drawn from 1..N (default: the generator's mix, mostly 1)")
+    ap.add_argument("--family", type=int, default=1,
+                    help="write the conversations in runs of N that share one tool list and system prompt "
+                         "(train.py --share-prefix computes such a prompt once for the run; default 1: "
+                         "every conversation draws its own, as before)")
     ap.add_argument("--drills", type=int, default=0,
                     help="also N copy/look-up drills (drills.py), shuffled into prose.jsonl")
     ap.add_argument("--rendered", action="store_true",
@@ -117,7 +129,7 @@ def main():
     n_chat = 0
     rendered = open(os.path.join(args.out, "chats.rendered.jsonl"), "w", encoding="utf-8") if args.rendered else None
     with open(os.path.join(args.out, "chats.jsonl"), "w", encoding="utf-8") as f:
-        for c in chats(args.seed, args.chats, args.max_turns):
+        for c in chats(args.seed, args.chats, args.max_turns, args.family):
             f.write(json.dumps(c, ensure_ascii=False) + "\n")
             if rendered:
                 rendered.write(json.dumps(chatfmt.render(c["messages"], c["tools"]), ensure_ascii=False) + "\n")

@@ -56,8 +56,24 @@ so training sees each chat exactly as inference does (prompt at position
 pieces that keep their true positions but lose the earlier context (the
 script reports how many there are; raise --seq-len if it is many).  Left
 over slots are padding without loss.  A seeded 2% of the documents of each
-kind (--val-frac) is held out; held-out loss = prose_frac * prose loss +
-(1 - prose_frac) * chat loss, both per trained token.
+kind (--val-frac) is held out, or --val-data DIR (another corpus, e.g.
+another seed) is the held-out set and all of --data trains, so that runs
+on different corpora report comparable losses; held-out loss = prose_frac *
+prose loss + (1 - prose_frac) * chat loss, both per trained token.
+
+Shared prefixes (--share-prefix, with corpus.py --family K).  A chat's
+system block (the tool list) is ~55-65% of its tokens and carries no loss.
+With --share-prefix, runs of consecutive chats whose system block is the
+same (corpus.py --family writes them) are cut into trees of at most
+--seq-len slots (reference/demo/shared_prefix.py): the tokens they share
+once at the start of a row, then each chat's remaining tokens with the
+positions they have alone; a continuation attends to the shared prefix and
+to itself only (sliding layers by position: every block also gets the
+prefix's last `window` slots as keys).  Logits and gradients equal those of
+the chats trained one by one (--check tests both); the held-out rows stay
+plain.  The log's loss_tok_s gives targets with loss per second of training
+by kind and chat_sharing the slots the chats would take alone over the
+slots they took.
 
 Training.  AdamW (betas 0.9/0.95, weight decay on matrices), linear warmup
 then cosine decay to --min-lr-frac, grad-norm clip 1.0, all seeded.  It
@@ -92,6 +108,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))          # reference/: make_checkpoint, spark_ref
 sys.path.insert(1, HERE)                           # reference/demo/: chatfmt
 import make_checkpoint as mc  # noqa: E402
+import shared_prefix  # noqa: E402
 
 OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
 EOT = "<|endoftext|>"
@@ -135,32 +152,61 @@ def mask_bias(mask):
     return torch.zeros(mask.shape).masked_fill_(~mask, float("-inf"))
 
 
-def attn_context(c, ltype, pos, doc, inv_freq):
+def visibility(qi, kj, pos, doc, W, pre, tree):
+    """Which keys each query sees (bool [B, ..., Q, K]) for query row indices
+    qi [..., Q] and key row indices kj [..., K] (negative: no key).  Key j is
+    visible to query i iff j <= i and either both are in one document, or j
+    is in the row's shared prefix (its first pre[b] slots) and i is in one of
+    the continuations of that prefix (tree[b, i]); sliding layers (W) also
+    need pos[i] - pos[j] < W, in positions, since a continuation's positions
+    go on from its prefix's and not from the slot before it."""
+    B = pos.shape[0]
+    kc = kj.clamp(min=0)
+    flat = lambda x, ix: x[:, ix.reshape(-1)].view(B, *ix.shape)  # noqa: E731  [B, ..., n]
+    causal = (kj >= 0)[..., None, :] & (kj[..., None, :] <= qi[..., :, None])          # [..., Q, K]
+    m = flat(doc, qi)[..., :, None] == flat(doc, kc)[..., None, :]                     # [B, ..., Q, K]
+    if pre is not None:
+        in_prefix = kj[None] < pre.view(B, *([1] * kj.dim()))                          # [B, ..., K]
+        m = m | (in_prefix[..., None, :] & flat(tree, qi)[..., :, None])
+    m = m & causal
+    if W:
+        m = m & (flat(pos, qi)[..., :, None] - flat(pos, kc)[..., None, :] < W)
+    return m
+
+
+def attn_context(c, ltype, pos, doc, inv_freq, pre=None, tree=None):
     """What every layer of one type shares in a forward: cos/sin and the mask bias.
-    Sliding layers use block-local attention when T is a multiple of the window."""
+    Sliding layers use block-local attention when T is a multiple of the window;
+    rows with a shared prefix (pre, tree: see visibility) add, for every block,
+    the last W slots of the row's prefix as keys (a continuation far from its
+    prefix in the row still needs the prefix's last tokens in its window)."""
     B, T = pos.shape
     W = c["sliding_window"]
+    if pre is not None and not bool((pre > 0).any()):
+        pre = tree = None
     ang = pos.float()[..., None] * inv_freq                  # fp32 angles, as the reference
     emb = torch.cat([ang, ang], dim=-1)[:, None]             # [B, 1, T, rot]
-    ctx = {"cos": emb.cos(), "sin": emb.sin(), "blocked": False}
-    if ltype == "sliding_attention" and T % W == 0 and T > W:
+    ctx = {"cos": emb.cos(), "sin": emb.sin(), "blocked": False, "tail": None}
+    sliding = ltype == "sliding_attention"
+    if sliding and T % W == 0 and T > W:
         nb = T // W
         qi = torch.arange(T).view(nb, W)                     # query row index
-        kj = qi[:, :1] - W + torch.arange(2 * W)[None]       # key row index [nb, 2W]
-        diff = qi[:, :, None] - kj[:, None, :]               # [nb, W, 2W]
-        m = (diff >= 0) & (diff < W) & (kj >= 0)[:, None, :]
-        dq = doc.view(B, nb, W)
-        dk = doc[:, kj.clamp(min=0)]                         # [B, nb, 2W]
-        m = m[None] & (dq[..., None] == dk[:, :, None, :])   # [B, nb, W, 2W]
-        ctx["bias"] = mask_bias(m)[:, None, :, None]         # [B, 1, nb, 1, W, 2W]
+        kj = qi[:, :1] - W + torch.arange(2 * W)[None]       # key row index [nb, 2W]: blocks n-1, n
+        if pre is None:
+            m = visibility(qi, kj, pos, doc, W, None, None)  # [B, nb, W, 2W]
+        else:
+            tail = pre[:, None] - W + torch.arange(W)[None]  # [B, W] the prefix's last W slots
+            # a tail slot already inside blocks n-1, n is not a second key
+            tk = torch.where(tail[:, None, :] < kj[None, :, :1], tail[:, None, :], torch.tensor(-1))
+            keys = torch.cat([tk, kj[None].expand(B, nb, 2 * W)], dim=-1)     # [B, nb, 3W]
+            m = torch.stack([visibility(qi, keys[b], pos[b:b + 1], doc[b:b + 1], W, pre[b:b + 1],
+                                        tree[b:b + 1])[0] for b in range(B)])  # [B, nb, W, 3W]
+            ctx["tail"] = tail.clamp(min=0)
+        ctx["bias"] = mask_bias(m)[:, None, :, None]         # [B, 1, nb, 1, W, 2W or 3W]
         ctx["blocked"] = True
     else:
         i = torch.arange(T)
-        diff = i[:, None] - i[None, :]
-        m = diff >= 0
-        if ltype == "sliding_attention":
-            m = m & (diff < W)
-        m = m[None] & (doc[:, :, None] == doc[:, None, :])   # [B, T, T]
+        m = visibility(i, i, pos, doc, W if sliding else 0, pre, tree)   # [B, T, T]
         ctx["bias"] = mask_bias(m)[:, None, None]            # [B, 1, 1, T, T]
     return ctx
 
@@ -197,7 +243,7 @@ class Attention(nn.Module):
         q = apply_rope(q, cos, sin, self.rot) * (1.0 / math.sqrt(d))
         k = apply_rope(k, cos, sin, self.rot)
         if ctx["blocked"]:
-            o = self._blocked(q, k, v, ctx["bias"])
+            o = self._blocked(q, k, v, ctx["bias"], ctx["tail"])
         else:
             s = torch.matmul(q.reshape(B, KV, G * T, d), k.transpose(-1, -2)).view(B, KV, G, T, T)
             p = torch.softmax(s + ctx["bias"], dim=-1)     # fp32 (the bias is fp32)
@@ -206,9 +252,11 @@ class Attention(nn.Module):
         o = o.transpose(1, 2).reshape(B, T, H * d)
         return self.out_proj(o)
 
-    def _blocked(self, q, k, v, bias):
+    def _blocked(self, q, k, v, bias, tail=None):
         """Sliding attention in blocks of W queries against the previous and
-        the current block of W keys (everything a window of W can reach)."""
+        the current block of W keys (everything a window of W can reach in
+        one document); tail [B, W]: row slots of a shared prefix's end, keys
+        of every block too."""
         B, H, T, d = q.shape
         KV, W = self.KV, self.window
         G, nb = H // KV, T // W
@@ -217,11 +265,16 @@ class Attention(nn.Module):
         def two_blocks(x):                                   # [B, KV, T, d] -> [B, KV, nb, 2W, d]
             xb = x.reshape(B, KV, nb, W, d)
             prev = F.pad(xb[:, :, :-1], (0, 0, 0, 0, 1, 0))  # block n-1 (zeros before block 0)
-            return torch.cat([prev, xb], dim=3)
+            xs = [prev, xb]
+            if tail is not None:
+                t = x.gather(2, tail[:, None, :, None].expand(B, KV, W, d))   # [B, KV, W, d]
+                xs.insert(0, t[:, :, None].expand(B, KV, nb, W, d))
+            return torch.cat(xs, dim=3)
         kk, vv = two_blocks(k), two_blocks(v)
-        s = torch.matmul(qb, kk.transpose(-1, -2)).view(B, KV, nb, G, W, 2 * W)
+        nk = kk.shape[3]
+        s = torch.matmul(qb, kk.transpose(-1, -2)).view(B, KV, nb, G, W, nk)
         p = torch.softmax(s + bias, dim=-1)
-        o = torch.matmul(p.view(B, KV, nb, G * W, 2 * W).to(vv.dtype), vv)   # [B, KV, nb, G*W, d]
+        o = torch.matmul(p.view(B, KV, nb, G * W, nk).to(vv.dtype), vv)   # [B, KV, nb, G*W, d]
         return o.view(B, KV, nb, G, W, d).permute(0, 1, 3, 2, 4, 5).reshape(B, H, T, d)
 
 
@@ -284,8 +337,10 @@ class SparkLM(nn.Module):
                     s = resid if name.endswith(("out_proj.weight", "down_proj.weight")) else std
                     p.copy_(torch.randn(p.shape, generator=g) * s)
 
-    def hidden(self, ids, pos=None, doc=None):
-        """ids [B, T] -> final-normed hidden states [B, T, hidden] (fp32)."""
+    def hidden(self, ids, pos=None, doc=None, pre=None, tree=None):
+        """ids [B, T] -> final-normed hidden states [B, T, hidden] (fp32).
+        pos, doc: positions and document ids of packed rows; pre [B], tree
+        [B, T]: a shared prefix and its continuations (see visibility)."""
         B, T = ids.shape
         if pos is None:
             pos = torch.arange(T).expand(B, T)
@@ -296,7 +351,7 @@ class SparkLM(nn.Module):
         for layer in self.model.layers:
             at = layer.self_attn
             if at.ltype not in ctxs:
-                ctxs[at.ltype] = attn_context(self.cfg, at.ltype, pos, doc, at.inv_freq)
+                ctxs[at.ltype] = attn_context(self.cfg, at.ltype, pos, doc, at.inv_freq, pre, tree)
             x = layer(x, ctxs[at.ltype])
         return self.model.norm(x)
 
@@ -304,13 +359,13 @@ class SparkLM(nn.Module):
         w = self.model.embedding.weight if self.cfg["tie_word_embeddings"] else self.lm_head.weight
         return F.linear(h, w).float()
 
-    def forward(self, ids, pos=None, doc=None):
-        return self.head(self.hidden(ids, pos, doc))
+    def forward(self, ids, pos=None, doc=None, pre=None, tree=None):
+        return self.head(self.hidden(ids, pos, doc, pre, tree))
 
-    def loss(self, ids, tgt, mask, pos, doc):
+    def loss(self, ids, tgt, mask, pos, doc, pre=None, tree=None):
         """Mean cross entropy over the targets where mask is set; the output
         head only runs on those rows."""
-        h = self.hidden(ids, pos, doc)
+        h = self.hidden(ids, pos, doc, pre, tree)
         sel = mask.reshape(-1)
         logits = self.head(h.reshape(-1, h.shape[-1])[sel])
         return F.cross_entropy(logits, tgt.reshape(-1)[sel])
@@ -414,6 +469,43 @@ def snr_db(ref, x):
     return float("inf") if err == 0 else 10 * math.log10(ref.pow(2).sum().item() / err)
 
 
+def check_shared_prefix(model, T, plain):
+    """A row holding a tree (a 40-token prefix longer than the window, two
+    continuations of 30 and 26 slots, the second far from its prefix in the
+    row) and a plain document of `plain` slots, packed by Packer.add_tree:
+    the continuations' logits and the summed loss's gradients must equal
+    those of the two chats run one by one.  Returns (logits SNR, gradient SNR)."""
+    V, L = model.cfg["vocab_size"], 40
+    g = torch.Generator().manual_seed(5)
+    shared = torch.randint(0, V, (L,), generator=g)
+    chats = [torch.cat([shared, torch.randint(0, V, (n + 1,), generator=g)]).numpy() for n in (30, 26)]
+    masks = [np.r_[np.zeros(L + 1, np.uint8), np.ones(len(c) - L - 1, np.uint8)] for c in chats]
+    pk = Packer(T, 0)
+    pk.add_tree(L, list(zip(chats, masks)))
+    if plain:
+        x = torch.randint(0, V, (plain + 1,), generator=g).numpy()
+        pk.add(x[:-1], x[1:], np.ones(plain, bool), np.arange(plain))
+    pk.flush()
+    ids, tgt, mask, pos, doc, pre, tree = to_batch(pk.ready)
+    keep = mask.clone()
+    keep[0, -plain or T:] = False          # the plain document's targets are not part of the comparison
+    model.zero_grad()
+    h = model.hidden(ids, pos, doc, pre, tree)[0]
+    got = model.head(h[keep[0]])
+    F.cross_entropy(got, tgt[0][keep[0]], reduction="sum").backward()
+    g_tree = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    want = []
+    for c in chats:
+        x = torch.from_numpy(c).long()
+        lg = model(x[None, :-1])[0][L:]
+        want.append(lg)
+        F.cross_entropy(lg, x[L + 1:], reduction="sum").backward()
+    g_alone = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+    model.zero_grad()
+    return snr_db(torch.cat(want), got.detach()), snr_db(g_alone, torch.cat([x.reshape(-1) for x in g_tree]))
+
+
 def run_check(a):
     import spark_ref as sr
     torch.manual_seed(0)
@@ -452,6 +544,12 @@ def run_check(a):
         good = db > 100
         ok &= good
         log({"check": "packed rows == separate documents", "tied": tied, "snr_db": round(db, 1), "ok": good})
+        for T, plain in ((96, 0), (100, 4)):   # blocked and dense sliding attention
+            db, gdb = check_shared_prefix(model, T, plain)
+            good = db > 100 and gdb > 100
+            ok &= good
+            log({"check": "shared-prefix row == its chats one by one", "tied": tied, "T": T, "snr_db": round(db, 1),
+                 "grad_snr_db": round(gdb, 1), "ok": good})
         for fn in os.listdir(tmp):
             os.remove(os.path.join(tmp, fn))
         os.rmdir(tmp)
@@ -715,24 +813,43 @@ class Packer:
     def _new(self):
         T = self.T
         return dict(ids=np.full(T, self.pad), tgt=np.full(T, self.pad), mask=np.zeros(T, bool),
-                    pos=np.arange(T), doc=np.full(T, -1), fill=0, ndoc=0)
+                    pos=np.arange(T), doc=np.full(T, -1), tree=np.zeros(T, bool), pre=0, fill=0, ndoc=0,
+                    chat_loss=0)
 
-    def add(self, x, y, m, p):
-        n = len(x)
-        k = next((i for i, r in enumerate(self.rows) if self.T - r["fill"] >= n), None)
-        if k is None:
-            if len(self.rows) >= self.open_rows:
-                self.ready.append(self.rows.pop(0))
-            self.rows.append(self._new())
-            k = len(self.rows) - 1
+    def _open(self):
+        if len(self.rows) >= self.open_rows:
+            self.ready.append(self.rows.pop(0))
+        self.rows.append(self._new())
+        return len(self.rows) - 1
+
+    def _put(self, k, x, y, m, p, tree=False, chat=False):
         row = self.rows[k]
-        f = row["fill"]
+        row["chat_loss"] += int(m.sum()) if chat else 0
+        f, n = row["fill"], len(x)
         row["ids"][f:f + n], row["tgt"][f:f + n], row["mask"][f:f + n] = x, y, m.astype(bool)
-        row["pos"][f:f + n], row["doc"][f:f + n] = p, row["ndoc"]
+        row["pos"][f:f + n], row["doc"][f:f + n], row["tree"][f:f + n] = p, row["ndoc"], tree
         row["fill"] += n
         row["ndoc"] += 1
-        if row["fill"] == self.T:
+
+    def _close_if_full(self, k):
+        if self.rows[k]["fill"] == self.T:
             self.ready.append(self.rows.pop(k))
+
+    def add(self, x, y, m, p, chat=False):
+        k = next((i for i, r in enumerate(self.rows) if self.T - r["fill"] >= len(x)), None)
+        if k is None:
+            k = self._open()
+        self._put(k, x, y, m, p, chat=chat)
+        self._close_if_full(k)
+
+    def add_tree(self, L, members):
+        """A shared-prefix tree (shared_prefix.split_trees) at the start of a
+        new row: the row's first L slots are the prefix its continuations see."""
+        k = self._open()
+        for piece in shared_prefix.tree_slots(L, members):
+            self._put(k, *piece, tree=True, chat=True)
+        self.rows[k]["pre"] = L
+        self._close_if_full(k)
 
     def flush(self):
         self.ready += self.rows
@@ -740,9 +857,11 @@ class Packer:
 
 
 def to_batch(rows):
+    """(ids, tgt, mask, pos, doc, pre, tree): SparkLM.loss's arguments."""
     st = lambda k, dt: torch.from_numpy(np.stack([r[k] for r in rows]).astype(dt))  # noqa: E731
-    doc = st("doc", np.int64)
-    return (st("ids", np.int64), st("tgt", np.int64), st("mask", bool), st("pos", np.int64), doc)
+    pre = torch.tensor([r["pre"] for r in rows], dtype=torch.int64)
+    return (st("ids", np.int64), st("tgt", np.int64), st("mask", bool), st("pos", np.int64), st("doc", np.int64),
+            pre, st("tree", bool))
 
 
 class Stream:
@@ -751,8 +870,13 @@ class Stream:
 
     def __init__(self, data, split, a, seed):
         rng = np.random.default_rng(seed)
-        self.src = {k: Source(data[k], split[k], np.random.default_rng(rng.integers(1 << 62)))
-                    for k in data if len(split[k])}
+
+        def source(k):
+            r = np.random.default_rng(rng.integers(1 << 62))
+            if k == "chat" and a.share_prefix:
+                return shared_prefix.TreeSource(data[k], split[k], r, a.seq_len, a.system_end_id)
+            return Source(data[k], split[k], r)
+        self.src = {k: source(k) for k in data if len(split[k])}
         self.frac = a.prose_frac if "chat" in self.src else 1.0
         if "prose" not in self.src:
             self.frac = 0.0
@@ -760,18 +884,35 @@ class Stream:
         self.T, self.B, self.pad = a.seq_len, a.batch, a.pad_id
         self.packer = Packer(self.T, self.pad)
         self.slots = self.used = 0
+        # what the drawn chats would fill one by one, and the slots they took
+        self.chat_alone = self.chat_slots = 0
+        self.loss_tok = {"prose": 0, "chat": 0}   # targets with loss handed out, by kind
 
     def next_batch(self):
         while len(self.packer.ready) < self.B:
             tot = self.count["prose"] + self.count["chat"]
             kind = "prose" if self.count["prose"] <= self.frac * tot and self.frac > 0 else "chat"
-            ids, mask = self.src[kind].next()
-            self.count[kind] += len(ids)
-            for piece in doc_pieces(ids, mask, self.T):
-                self.packer.add(*piece)
+            item = self.src[kind].next()
+            if isinstance(self.src[kind], Source):
+                item = (0, [item])
+            L, members = item
+            alone = sum(len(x) - 1 for x, _ in members)
+            slots = alone - (len(members) - 1) * L
+            self.count[kind] += slots + len(members)   # + each document's <|endoftext|>, as always counted
+            if kind == "chat":
+                self.chat_alone += alone
+                self.chat_slots += slots
+            if L:
+                self.packer.add_tree(L, members)
+                continue
+            for piece in doc_pieces(*members[0], self.T):
+                self.packer.add(*piece, chat=kind == "chat")
         rows, self.packer.ready = self.packer.ready[:self.B], self.packer.ready[self.B:]
         self.slots += self.B * self.T
         self.used += sum(r["fill"] for r in rows)
+        chat = sum(r["chat_loss"] for r in rows)
+        self.loss_tok["chat"] += chat
+        self.loss_tok["prose"] += sum(int(r["mask"].sum()) for r in rows) - chat
         return to_batch(rows)
 
     def epochs(self):
@@ -844,6 +985,17 @@ def split_docs(data, frac, seed):
     return train, val
 
 
+def token_budget(arrs, end_id):
+    """Where a chat corpus's tokens are: the system block (tool list, up to
+    its <|im_end|>), the tokens with loss (assistant replies) and the rest
+    (user turns, tool results), as shares of all chat tokens."""
+    ids, mask, off = arrs
+    system = sum(int(np.argmax(ids[off[d]:off[d + 1]] == end_id)) + 1 for d in range(len(off) - 1))
+    tot, trained = int(off[-1]), int(mask.sum())
+    return {"tokens": tot, "system_block": round(system / tot, 3), "with_loss": round(trained / tot, 3),
+            "other_context": round((tot - system - trained) / tot, 3)}
+
+
 def train(a):
     t_start = time.time()
     torch.manual_seed(a.seed)
@@ -860,7 +1012,10 @@ def train(a):
     a.pad_id = special[EOT]
     if not os.path.exists(a.ember):
         raise SystemExit(f"{a.ember}: not built (make -j2 build/ember)")
+    a.system_end_id = special[IM_END]
     data = build_cache(a, tok_path, nbytes, special)
+    if "chat" in data:
+        log({"chat_tokens": token_budget(data["chat"], special[IM_END])})
     if "chat" in data:
         lens = np.diff(data["chat"][2]) - 1
         over = int((lens > a.seq_len).sum())
@@ -869,7 +1024,14 @@ def train(a):
                 f"{lens.mean():.0f}, p95 {np.percentile(lens, 95):.0f}, max {lens.max()} tokens): their later "
                 "pieces train without the system prompt and the tools; consider a longer --seq-len "
                 "(a multiple of --window)")
-    train_idx, val_idx = split_docs(data, a.val_frac, a.seed)
+    if a.val_data:   # a separate held-out corpus: every document of --data trains
+        val_a = argparse.Namespace(**{**vars(a), "data": a.val_data, "cache": os.path.join(a.val_data, "tokens")})
+        val_data = build_cache(val_a, tok_path, nbytes, special)
+        train_idx = {k: np.arange(len(off) - 1) for k, (_, _, off) in data.items()}
+        val_idx = {k: np.arange(len(off) - 1) for k, (_, _, off) in val_data.items()}
+    else:
+        val_data = data
+        train_idx, val_idx = split_docs(data, a.val_frac, a.seed)
 
     cfg = demo_config(a, vocab, special)
     model = SparkLM(cfg)
@@ -892,7 +1054,7 @@ def train(a):
     prec = a.precision if a.precision != "auto" else pick_precision(model, a)
 
     stream = Stream(data, train_idx, a, a.seed + step)
-    vb = val_batches(data, val_idx, a)
+    vb = val_batches(val_data, val_idx, a)
     log({"val_rows": {k: sum(len(b[0]) for b in v) for k, v in vb.items()},
          "val_tokens": {k: int(sum(b[2].sum() for b in v)) for k, v in vb.items()}})
     budget = a.minutes * 60 - (time.time() - t_start)
@@ -945,6 +1107,8 @@ def train(a):
             log({"step": step, "loss": round(sum(losses) / len(losses), 4), "lr": float(f"{opt.param_groups[0]['lr']:.3g}"),
                  "grad_norm": round(float(gn), 3), "tok_s": round(a.log_every * tok_step / (now - t_log)),
                  "pack_eff": round(stream.used / stream.slots, 3), "epochs": stream.epochs(),
+                 "loss_tok_s": {k: round(v / t_train) for k, v in stream.loss_tok.items()},
+                 "chat_sharing": round(stream.chat_alone / max(1, stream.chat_slots), 3),
                  "elapsed_min": round((now - t_start) / 60, 2)})
             losses, t_log = [], now
         if step % a.eval_every == 0 or step == total:
@@ -963,7 +1127,8 @@ def train(a):
             os.replace(a.state + ".tmp", a.state)
             log({"step": step, "val": round(v, 4), **{f"val_{k}": round(x, 4) for k, x in r.items()},
                  "best": round(best, 4), "saved": improved, "tokens": trained_tok,
-                 "tok_s_train": round(trained_tok / max(t_train, 1e-9)), "eval_s": round(t_eval, 1),
+                 "tok_s_train": round(trained_tok / max(t_train, 1e-9)),
+                 "loss_tokens": dict(stream.loss_tok), "eval_s": round(t_eval, 1),
                  "elapsed_min": round((time.time() - t_start) / 60, 2)})
             t_log = time.time()
             if bad_evals >= a.patience:
@@ -1037,6 +1202,12 @@ def main():
     ap.add_argument("--batch", type=int, default=8, help="rows per step")
     ap.add_argument("--prose-frac", type=float, default=0.3, help="share of prose tokens")
     ap.add_argument("--val-frac", type=float, default=0.02)
+    ap.add_argument("--val-data", default=None, metavar="DIR",
+                    help="held-out corpus (corpus.py output, another seed): every document of --data then "
+                         "trains, and runs on different corpora report comparable held-out losses")
+    ap.add_argument("--share-prefix", action="store_true",
+                    help="train runs of chats with one system prompt (corpus.py --family) as trees: the "
+                         "prompt once a row, each chat's rest attending to it (reference/demo/shared_prefix.py)")
     ap.add_argument("--val-rows", type=int, default=32, help="held-out rows per kind at most")
     # optimisation
     ap.add_argument("--lr", type=float, default=2e-3)
