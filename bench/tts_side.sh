@@ -8,8 +8,10 @@
 # (below 1: ember takes less time). Cases (MODES):
 #   voice_xvector   making a voice from a 10 s clip, x-vector only: `ember voice
 #                   create` against the port's --ref-audio --xvector-only
-#                   --save-voice V.bin (whole processes; ember's in-process
-#                   time to read the clip and run the encoders beside)
+#                   --save-voice V.bin: whole processes (wall_s), and
+#                   in_process_s: ember's own time (reading the clip, loading
+#                   and running the encoders), the port's wall time less the
+#                   model load it reports (it loads the whole model)
 #   voice_icl       the same with the transcript (the reference codes too):
 #                   the port's --ref-text --save-voice V.qvoice
 #   clone_xvector   0.6B-Base clone synthesis at q8_0 (the port's --int8):
@@ -74,13 +76,15 @@ ember_voice() { # ember_voice [--ref-text T]: wall_s in_process_s
   t1=$(now)
   echo "$t0 $t1 $(grep -o '} in [0-9.]*' <<<"$err" | grep -o '[0-9.]*$')" | awk '{print $2 - $1, $3}'
 }
-port_voice() { # port_voice OUT [--ref-text T]: wall_s
+port_voice() { # port_voice OUT [--ref-text T]: wall_s, and without the model's load it reports
   local t0 t1 o=$1; shift
   t0=$(now)
   "$port" -d "$base" --ref-audio "$clip" -j "$threads" "$@" --save-voice "$tmp/$o" >"$tmp/port.log" 2>&1 ||
-    { echo "port: $(tail -3 "$tmp/port.log")" >&2; echo "nan"; return; }
+    { echo "port: $(tail -3 "$tmp/port.log")" >&2; echo "nan nan"; return; }
   t1=$(now)
-  echo "$t0 $t1" | awk '{print $2 - $1}'
+  # it loads the whole model (talker included) to make a voice
+  echo "$t0 $t1 $(grep -o 'Model loaded in [0-9.]* ms' "$tmp/port.log" | grep -o '[0-9.]*' || echo nan)" |
+    awk '{print $2 - $1, $2 - $1 - $3 / 1000}'
 }
 ember_speak() { # ember_speak MODEL ARGS...: rtf ttfa_ms frames ms_per_frame load_s
   local model=$1; shift
@@ -114,7 +118,8 @@ import json, math, statistics, sys
 case, fields, load0, load1 = sys.argv[1], sys.argv[2].split(), sys.argv[5], sys.argv[6]
 def med(runs):
     rows = [[float(v) for v in r.split()] for r in runs.split(";") if r.strip()]
-    return {f: statistics.median(r[i] for r in rows) for i, f in enumerate(fields)}
+    # frames: the fewest any run made (the port may stop early at its EOS)
+    return {f: (min if f == "frames" else statistics.median)(r[i] for r in rows) for i, f in enumerate(fields)}
 e, p = med(sys.argv[3]), med(sys.argv[4])
 rnd = lambda d: {k: (round(v, 4) if math.isfinite(v) else None) for k, v in d.items()}
 ratio = {f: round(e[f] / p[f], 3) for f in fields if f not in ("frames", "load_s") and p[f] and math.isfinite(p[f])}
@@ -128,8 +133,8 @@ for mode in $modes; do
   e=""; p=""; l0=$(load)
   for ((r = 0; r < reps; r++)); do
     case $mode in
-    voice_xvector) e+="$(ember_voice);"; p+="$(port_voice v.bin --xvector-only) nan;" ;;
-    voice_icl) e+="$(ember_voice --ref-text "$ref_text");"; p+="$(port_voice v.qvoice --ref-text "$ref_text") nan;" ;;
+    voice_xvector) e+="$(ember_voice);"; p+="$(port_voice v.bin --xvector-only);" ;;
+    voice_icl) e+="$(ember_voice --ref-text "$ref_text");"; p+="$(port_voice v.qvoice --ref-text "$ref_text");" ;;
     clone_xvector)
       e+="$(ember_speak "$base" --ref-audio "$clip");"
       p+="$(port_speak "$base" --ref-audio "$clip" --xvector-only);" ;;
