@@ -109,7 +109,7 @@ examples: $(EXAMPLE_BIN)
 # shared CLI files they use: compiled here with include/ (and tools/ for
 # cli_public.h) only, so one that includes a src/ header (or cli.h, which
 # does) fails `make public-check` (run by tests/e2e/public_cli.sh).
-PUBLIC_CLI := tools/ember.c tools/cmd_generate.c tools/cmd_chat.c tools/cmd_quantize.c tools/cmd_decode_codes.c tools/cmd_tts.c tools/cmd_tts_codes.c tools/cli_tts.c tools/cmd_voice.c tools/cmd_tokenize.c tools/cmd_template.c tools/cmd_probe.c tools/cli_sampling.c tools/cli_profile.c tools/cli_common.c tools/cli_stats.c tools/cli_measure.c tools/cmd_export.c
+PUBLIC_CLI := tools/ember.c tools/cmd_generate.c tools/cmd_chat.c tools/cmd_quantize.c tools/cmd_decode_codes.c tools/cmd_tts.c tools/cmd_tts_codes.c tools/cli_tts.c tools/cli_tts_voice.c tools/cmd_voice.c tools/cmd_tokenize.c tools/cmd_template.c tools/cmd_probe.c tools/cli_sampling.c tools/cli_profile.c tools/cli_common.c tools/cli_stats.c tools/cli_measure.c tools/cmd_export.c
 PUBLIC_CLI_CFLAGS := -std=c11 -D_GNU_SOURCE -fsyntax-only $(WARN) -Iinclude
 public-check:
 	@for f in $(PUBLIC_CLI); do \

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cli_tts.h"
+#include "cli_tts_voice.h"
 #include "edge/latency_report.h"
 
 #define MAX_CHUNKS 4096
@@ -23,12 +23,17 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ember bench tts -m DIR [--text TEXT] [--frames 100] [--reps 3] [--json]\n"
             "                       [--speaker S] [--language L] [--trace] [--report DIR]\n"
-            "                       [engine options]\n"
+            "                       [voice options] [engine options]\n"
             "  --trace prints each chunk's frames, ready time and decode time on stderr\n"
             "  --report DIR writes DIR/latency.json and DIR/latency.svg: the last rep's chunk\n"
             "  arrivals against playback, stalls marked\n"
+            "  The JSON names the prompt mode the voice options make (speaker, instruct,\n"
+            "  voice_design, clone_xvector, clone_in_context); with --ref-audio the voice is\n"
+            "  made once a rep too: voice_ms is the median of reading the clip and running\n"
+            "  the encoders (loaded once, encoder_load_ms).\n"
+            "voice options:\n%s"
             "engine options:\n%s",
-            cli_tts_usage);
+            cli_tts_voice_usage, cli_tts_usage);
 }
 
 typedef struct trace {
@@ -106,9 +111,11 @@ int cmd_bench_speech(int argc, char **argv)
         {"language", required_argument, 0, O_LANGUAGE}, {"trace", no_argument, 0, O_TRACE},
         {"report", required_argument, 0, O_REPORT},
         {"help", no_argument, 0, 'h'},
-        CLI_TTS_OPTIONS,                          {0, 0, 0, 0}};
+        CLI_TTS_VOICE_OPTIONS,                    CLI_TTS_OPTIONS,
+        {0, 0, 0, 0}};
     cli_tts_opts to;
     cli_tts_opts_init(&to);
+    cli_tts_voice vo = {0};
     ember_speech_request rq = ember_speech_default_request();
     rq.text = "The quick brown fox jumps over the lazy dog, then naps in the warm sun.";
     const char *report_dir = NULL;
@@ -127,6 +134,7 @@ int cmd_bench_speech(int argc, char **argv)
         case O_REPORT: report_dir = optarg; break;
         case 'h': usage(stdout); return 0;
         default: {
+            if (cli_tts_voice_option(c, optarg, &vo)) break;
             int r = cli_tts_option(c, optarg, "bench tts", &to);
             if (r == 1) break;
             if (r == 0) usage(stderr);
@@ -143,11 +151,22 @@ int cmd_bench_speech(int argc, char **argv)
     rq.seed = 1234;
     rq.chunks = to.chunks;
     cli_tts_info info;
+    ember_voice *voice = NULL;
+    double voice_ms[15] = {0}, encoder_load_ms = 0;
+    int vr = cli_tts_voice_request(&to, &vo, "bench tts", reps, voice_ms, &encoder_load_ms, &rq, &voice);
+    if (vr) return vr;
+    /* a token is at least a byte: the texts' lengths bound their tokens */
+    const int32_t text_bytes =
+        (int32_t)(strlen(rq.text) + (rq.instruct ? strlen(rq.instruct) : 0)) + cli_tts_voice_rows(voice);
     double t0 = cli_now_s();
-    ember_tts *tts = cli_tts_load(&to, (int32_t)strlen(rq.text) + 16, frames, "bench tts", 1, &info);
-    if (!tts) return 1;
+    ember_tts *tts = cli_tts_load(&to, text_bytes + 32, frames, "bench tts", 1, &info);
+    if (!tts) {
+        ember_voice_free(voice);
+        return 1;
+    }
     double load_s = cli_now_s() - t0;
-    if (!rq.speaker && info.speaker[0]) rq.speaker = info.speaker;
+    const char *mode = cli_tts_mode(&rq, &info);
+    if (!rq.speaker && !rq.voice && info.speaker[0]) rq.speaker = info.speaker;
     if (!rq.language && info.language[0]) rq.language = info.language;
     const double frame_ms = 1000.0 * info.samples_per_frame / info.sample_rate;
     trace *t = calloc(1, sizeof *t);
@@ -189,7 +208,7 @@ int cmd_bench_speech(int argc, char **argv)
         free(arr);
     }
     if (json)
-        printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"decoder_dtype\": \"%s\", "
+        printf("{\"model\": \"%s\", \"mode\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"decoder_dtype\": \"%s\", "
                "\"chunking\": \"%s\", "
                "\"generator_threads\": %d, \"decoder_threads\": %d, \"frames\": %d, \"reps\": %d, "
                "\"chunks\": %d, \"load_s\": %.3f, \"prefill_ms\": %.1f, \"ttfa_ms\": %.1f, "
@@ -197,20 +216,21 @@ int cmd_bench_speech(int argc, char **argv)
                "\"playback_start_ms\": %.1f, \"rtf\": %.4f, \"talker_ms_per_frame\": %.2f, "
                "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
                "\"chunk_gap_ms\": {\"p50\": %.1f, \"p95\": %.1f, \"max\": %.1f}, "
-               "\"peak_rss_bytes\": %zu}\n",
-               to.dir, info.kernels, info.weights, cli_type_name(to.params.decoder_type), chunking,
+               "\"voice_ms\": %.1f, \"encoder_load_ms\": %.1f, \"peak_rss_bytes\": %zu}\n",
+               to.dir, mode, info.kernels, info.weights, cli_type_name(to.params.decoder_type), chunking,
                info.generator_threads, info.decoder_threads, frames, reps, t->n, load_s, st.prefill_ms, med[0],
                res[0][M_TTFA], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
-               t->peak.anon + t->peak.file);
+               vo.ref_audio ? cli_median(voice_ms, reps) : 0.0, encoder_load_ms, t->peak.anon + t->peak.file);
     else
-        printf("first audio %.1f ms, playback can start at %.1f ms, RTF %.3f; per frame: talker "
+        printf("%s: first audio %.1f ms, playback can start at %.1f ms, RTF %.3f; per frame: talker "
                "%.2f ms, predictor %.2f ms, decoder %.2f ms; chunk gaps p50 %.1f p95 %.1f max "
                "%.1f ms; peak RSS %.1f MB; weights %s, chunks by %s\n",
-               med[0], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
+               mode, med[0], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
                (double)(t->peak.anon + t->peak.file) / 1e6, info.weights, chunking);
     rc = 0;
 done:
     free(t);
     ember_tts_free(tts);
+    ember_voice_free(voice);
     return rc;
 }

@@ -3,7 +3,6 @@
  * chunk: written to a WAV file, or with --stream to stdout as raw s16le PCM
  * the moment each chunk is decoded (pipe it into `play -t raw -r 24000 -e
  * signed -b 16 -c 1 -` or `aplay -f S16_LE -r 24000`). */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -11,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_tts.h"
+#include "cli_tts_voice.h"
 
 static void usage(FILE *f)
 {
@@ -19,8 +18,7 @@ static void usage(FILE *f)
             "usage: ember tts -m DIR --text TEXT (-o OUT.wav | --stream) [--speaker S]\n"
             "                 [--language L|auto] [--max-frames N] [--seed S] [--greedy]\n"
             "                 [--streaming-text] [--json] [--temp T] [--top-k K] [--top-p P]\n"
-            "                 [--repetition-penalty R] [--stats FILE] [--instruct TEXT]\n"
-            "                 [--ref-audio A.wav [--ref-text T] | --voice V.voice] [--xvector-only]\n"
+            "                 [--repetition-penalty R] [--stats FILE] [voice options]\n"
             "                 [engine options]\n"
             "  DIR is a Qwen3-TTS directory (config.json, model.safetensors, vocab.json,\n"
             "  merges.txt, speech_tokenizer/), or the one .gguf `ember quantize DIR` wrote\n"
@@ -33,17 +31,11 @@ static void usage(FILE *f)
             "  controller when the calibration says so, and each run refreshes it.\n"
             "  The derived profile (--profile) picks the talker and predictor's format\n"
             "  unless --dtype names one; the summary says which ran.\n"
-            "  --instruct TEXT says how to speak (1.7B CustomVoice) or describes the voice\n"
-            "  (VoiceDesign); a 0.6B model ignores it, a Base model refuses it.\n"
-            "  --ref-audio A.wav clones the voice of a recording with a Base model (any\n"
-            "  common WAV format and rate): with --ref-text (what it says) in context, its\n"
-            "  codes and transcript in the prompt; else from its speaker x-vector alone.\n"
-            "  --voice a voice saved by `ember voice create` (no encoders to run);\n"
-            "  --xvector-only ignores a saved voice's transcript and codes.\n"
             "  --stats FILE (or EMBER_STATS) writes step statistics and prints where the\n"
             "  80 ms of each frame went.\n"
+            "voice options:\n%s"
             "engine options:\n%s",
-            cli_tts_usage);
+            cli_tts_voice_usage, cli_tts_usage);
 }
 
 typedef struct sink {
@@ -108,47 +100,10 @@ static void print_summary(const cli_tts_info *in, const ember_speech_timings *st
     fprintf(stderr, "]}\n");
 }
 
-/* --ref-audio: the recording's voice from the Base model's encoders (the
- * x-vector; with --ref-text its codes and transcript too), or NULL with a
- * message. */
-static ember_voice *reference_voice(const cli_tts_opts *to, const char *path, const char *ref_text)
-{
-    ember_voice_params vp = ember_voice_default_params();
-    vp.kernels = to->params.kernels;
-    vp.n_threads = to->params.n_threads;
-    vp.codes = ref_text != NULL;
-    ember_voice_encoder *enc = NULL;
-    ember_voice *voice = NULL;
-    float *pcm = NULL;
-    size_t n = 0;
-    if (ember_audio_read(path, 24000, 60.0, &pcm, &n, NULL) || ember_voice_encoder_load(to->dir, &vp, &enc) ||
-        ember_voice_create(enc, pcm, n, ref_text, &voice))
-        fprintf(stderr, "ember tts: --ref-audio %s: %s\n", path, ember_last_error());
-    ember_free(pcm);
-    ember_voice_encoder_free(enc);
-    return voice;
-}
-
-/* The prompt rows a voice adds (its frames and transcript's bytes, which
- * bound its tokens). */
-static int32_t voice_rows(const ember_voice *voice)
-{
-    char *json = NULL;
-    cJSON *o = NULL;
-    int32_t rows = 0;
-    if (voice && !ember_voice_info(voice, &json) && (o = cJSON_Parse(json))) {
-        const cJSON *f = cJSON_GetObjectItem(o, "frames"), *t = cJSON_GetObjectItem(o, "ref_text");
-        rows = (cJSON_IsNumber(f) ? (int32_t)f->valuedouble : 0) + (cJSON_IsString(t) ? (int32_t)strlen(t->valuestring) : 0);
-    }
-    cJSON_Delete(o);
-    ember_free(json);
-    return rows;
-}
-
 int cmd_tts(int argc, char **argv)
 {
     enum { O_TEXT = 1, O_SPEAKER, O_LANGUAGE, O_MAX, O_SEED, O_GREEDY, O_STREAM, O_STEXT, O_JSON,
-           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_VOICE, O_XVECTOR_ONLY };
+           O_TEMP, O_TOPK, O_TOPP, O_PENALTY, O_STATS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"text", required_argument, 0, O_TEXT},
         {"out", required_argument, 0, 'o'},        {"speaker", required_argument, 0, O_SPEAKER},
@@ -158,15 +113,14 @@ int cmd_tts(int argc, char **argv)
         {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
         {"temp", required_argument, 0, O_TEMP},    {"top-k", required_argument, 0, O_TOPK},
         {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_PENALTY},
-        {"stats", required_argument, 0, O_STATS},  {"instruct", required_argument, 0, O_INSTRUCT},
-        {"ref-audio", required_argument, 0, O_REF_AUDIO}, {"ref-text", required_argument, 0, O_REF_TEXT},
-        {"voice", required_argument, 0, O_VOICE}, {"xvector-only", no_argument, 0, O_XVECTOR_ONLY},
+        {"stats", required_argument, 0, O_STATS},  CLI_TTS_VOICE_OPTIONS,
         CLI_TTS_OPTIONS,
         {0, 0, 0, 0}};
     cli_tts_opts to;
     cli_tts_opts_init(&to);
     ember_speech_request rq = ember_speech_default_request();
-    const char *out_path = NULL, *ref_audio = NULL, *ref_text = NULL, *voice_path = NULL;
+    cli_tts_voice vo = {0};
+    const char *out_path = NULL;
     int stream = 0, json = 0, c;
     const char *stats_path = NULL;
     optind = 1;
@@ -195,13 +149,9 @@ int cmd_tts(int argc, char **argv)
         case O_TOPP: rq.top_p = strtof(optarg, &end); break;
         case O_PENALTY: rq.repetition_penalty = strtof(optarg, &end); break;
         case O_STATS: stats_path = optarg; break;
-        case O_INSTRUCT: rq.instruct = optarg; break;
-        case O_REF_AUDIO: ref_audio = optarg; break;
-        case O_REF_TEXT: ref_text = optarg; break;
-        case O_VOICE: voice_path = optarg; break;
-        case O_XVECTOR_ONLY: rq.xvector_only = 1; break;
         case 'h': usage(stdout); return 0;
         default: {
+            if (cli_tts_voice_option(c, optarg, &vo)) break;
             int r = cli_tts_option(c, optarg, "tts", &to);
             if (r == 1) break;
             if (r == 0) usage(stderr);
@@ -225,26 +175,14 @@ int cmd_tts(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (ref_text && !ref_audio) {
-        fprintf(stderr, "ember tts: --ref-text says what --ref-audio says: give both\n");
-        return 2;
-    }
     rq.chunks = to.chunks;
     /* a token is at least a byte: the text's length bounds its tokens */
     cli_tts_info info;
     ember_voice *voice = NULL;
-    if (ref_audio && voice_path) {
-        fprintf(stderr, "ember tts: --ref-audio or --voice, not both\n");
-        return 2;
-    }
-    if (ref_audio && !(voice = reference_voice(&to, ref_audio, ref_text))) return 1;
-    if (voice_path && ember_voice_load(voice_path, &voice)) {
-        fprintf(stderr, "ember tts: %s\n", ember_last_error());
-        return 1;
-    }
-    rq.voice = voice;
+    int vr = cli_tts_voice_request(&to, &vo, "tts", 1, NULL, NULL, &rq, &voice);
+    if (vr) return vr;
     const int32_t text_bytes =
-        (int32_t)(strlen(rq.text) + (rq.instruct ? strlen(rq.instruct) : 0)) + voice_rows(voice);
+        (int32_t)(strlen(rq.text) + (rq.instruct ? strlen(rq.instruct) : 0)) + cli_tts_voice_rows(voice);
     ember_tts *tts = cli_tts_load(&to, text_bytes + 32, rq.max_frames ? rq.max_frames : 4096, "tts", 1, &info);
     if (!tts) {
         ember_voice_free(voice);

@@ -5,7 +5,8 @@
 # instruction, 1.7B VoiceDesign described by one, 0.6B Base cloning from an
 # x-vector in the speaker slot, streaming layout): greedy frames identical
 # and talker and predictor logits at the float32 floor (>= 110 dB; the
-# references' own float32 runs sit at 130-135 dB). Then `ember tts` in each
+# references' own float32 runs sit at 130-135 dB), and the default q8_0
+# talker and predictor reported beside them. `ember bench tts` in each mode. Then `ember tts` in each
 # mode: a clone from a recording (--ref-audio), a designed voice, a 0.6B
 # model's instruction ignored (the same audio, with a warning, as the
 # official code drops it), and the wrong combinations refused by name.
@@ -31,6 +32,17 @@ golden() {
     fail "$name" "$(tail -3 "$TMP/err")"; return
   fi
   out=$($EMBER tts-codes -m "$TMP/$model" --golden "$TMP/$name.json" --json --dtype f32 --threads 2 2>&1)
+  q8=$($EMBER tts-codes -m "$TMP/$model" --golden "$TMP/$name.json" --json --dtype q8_0 --threads 2 2>&1)
+  # the default formats (q8_0 talker and predictor, f32 encoders and decoder):
+  # reported, held only to a floor far below their ~30-40 dB (tiny rows are
+  # one or two blocks wide, so greedy frames may part at a near tie)
+  if $PY -c '
+import json, sys
+r = json.loads(sys.argv[1])
+print("     q8_0: %d/%d frames, talker %.1f dB, predictor %.1f dB" % (r["frames_equal"], r["golden_frames"],
+      r["talker_snr_min"], r["predictor_snr_min"]))
+sys.exit(0 if not r["non_finite"] and r["talker_snr_min"] >= 20 and r["predictor_snr_min"] >= 20 else 1)' "$q8"
+  then pass "${name}_q8_0"; else fail "${name}_q8_0" "$q8"; fi
   if $PY -c '
 import json, sys
 r = json.loads(sys.argv[1])
@@ -77,6 +89,34 @@ if err=$($EMBER tts -m models/tts-tiny "${TTS[@]}" --speaker ryan --instruct "Wh
    cmp -s "$TMP/i.wav" "$TMP/plain.wav" && grep -q "0.6B model ignores --instruct" <<<"$err"; then
   pass tts_0.6b_ignores_instruct
 else fail tts_0.6b_ignores_instruct "$err"; fi
+
+# `ember bench tts` in every mode: the voice options of `ember tts`, the mode
+# named in its JSON, exactly the frames asked for; a clone times making the
+# voice from the clip (no timing is asserted)
+bench_mode() { # bench_mode MODE MODEL ARGS...
+  local mode=$1 model=$2 out; shift 2
+  out=$($EMBER bench tts -m "$model" --text "$TEXT" --language english --frames 4 --reps 2 --json --chunks 4 \
+        --no-calibration --threads 2 "$@" 2>&1)
+  if $PY -c '
+import json, sys
+d = json.loads(sys.argv[1].strip().splitlines()[-1])
+clone = sys.argv[2].startswith("clone") and "--voice" not in sys.argv[3:]
+ok = d["mode"] == sys.argv[2] and d["frames"] == 4 and d["rtf"] > 0 and d["ttfa_ms"] > 0
+ok = ok and (d["voice_ms"] > 0 and d["encoder_load_ms"] > 0) == clone
+sys.exit(0 if ok else 1)' "$out" "$mode" "$@"; then pass "bench_tts_$mode"; else fail "bench_tts_$mode" "$out"; fi
+}
+bench_mode speaker models/tts-tiny --speaker ryan
+bench_mode instruct "$TMP/1.7b-customvoice" --speaker ryan --instruct "Speak slowly."
+bench_mode instruct_ignored models/tts-tiny --speaker ryan --instruct "Speak slowly."
+bench_mode voice_design "$TMP/1.7b-voicedesign" --instruct "A deep, calm voice."
+bench_mode clone_xvector "$TMP/0.6b-base" --ref-audio $CLIP
+bench_mode clone_in_context "$TMP/0.6b-base" --ref-audio $CLIP --ref-text "Hello there."
+bench_mode clone_in_context "$TMP/0.6b-base" --voice "$TMP/t.voice"
+bench_mode clone_xvector "$TMP/0.6b-base" --voice "$TMP/t.voice" --xvector-only
+expect_error bench_tts_base_needs_a_reference "needs a reference" \
+  $EMBER bench tts -m "$TMP/0.6b-base" --frames 2 --reps 1 --no-calibration
+expect_error bench_tts_ref_text_needs_ref_audio "give both" \
+  $EMBER bench tts -m "$TMP/0.6b-base" --frames 2 --reps 1 --ref-text "Hi."
 
 # saved voices: made once, the same audio as cloning from the recording;
 # a voice of the other size, a damaged or foreign file refused by name
