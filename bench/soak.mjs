@@ -109,14 +109,18 @@ const ops = {
 async function client(end) {
   while (performance.now() < end) {
     const r = Math.random();
+    const [name, run] = r < 0.25 ? ['chat', () => ops.chat()]
+      : r < 0.5 ? ['stream', () => ops.stream()]
+      : r < 0.75 ? ['speech', () => ops.speech()]
+      : r < 0.875 ? ['stream_leave', () => ops.stream(1 + Math.random() * 50)]
+      : ['speech_leave', () => ops.speech(1 + Math.random() * 50)];
     try {
-      if (r < 0.25) await ops.chat();
-      else if (r < 0.5) await ops.stream();
-      else if (r < 0.75) await ops.speech();
-      else if (r < 0.875) await ops.stream(1 + Math.random() * 50);
-      else await ops.speech(1 + Math.random() * 50);
+      await run();
     } catch (e) {
-      if (e.name !== 'AbortError') { count('request', null); problems.push(String(e.message || e) + (e.cause ? `: ${e.cause.code || e.cause.message || e.cause}` : "")); }
+      if (e.name !== 'AbortError') {
+        count(name, null);
+        problems.push(`${name}: ${e.message || e}` + (e.cause ? `: ${e.cause.code || e.cause.message || e.cause}` : ''));
+      }
     }
     // a 503 says Retry-After: 1; clients here come back a little sooner
     if (statuses['503']) await new Promise((r2) => setTimeout(r2, Math.random() * 200));

@@ -65,7 +65,7 @@ for server in ${SERVERS:-llama-server ember}; do
   case $server in
     llama-server)
       "$bld/bin/llama-server" -m "$gguf" --host 127.0.0.1 --port "$port" -t "$threads" -np "$seqs" \
-        -c $((ctx * seqs)) --jinja --no-webui >"$log" 2>&1 &
+        -c $((ctx * seqs)) --jinja --no-webui --threads-http $((2 * seqs + 4)) >"$log" 2>&1 &
       pid=$!; ready=/health ;;
     ember)
       build/ember serve --port "$port" -m "$gguf" --threads "$threads" --max-seqs "$seqs" >/dev/null 2>"$log" &
