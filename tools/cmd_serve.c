@@ -36,7 +36,7 @@ static void usage(FILE *f)
             "usage: ember serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
             "                   [--max-seqs 8] [--ctx 4096] [--threads N] [--max-queue N]\n"
             "                   [--timeout SECONDS] [--max-body BYTES] [--prefix-cache MB]\n"
-            "                   [--prefix-cache-dir DIR]\n"
+            "                   [--prefix-cache-dir DIR] [--speculate ngram [--draft-max K]]\n"
             "                   [--stats FILE] [--tts QWEN3_TTS_DIR] [options]\n"
             "  POST /v1/chat/completions, POST /v1/completions, POST /v1/audio/speech, GET /v1/models,\n"
             "  GET /health, GET /metrics (OpenAI request and response shapes)\n"
@@ -55,6 +55,9 @@ static void usage(FILE *f)
             "  --prefix-cache-dir DIR  keep them on disk too (one prompt-cache file each, within the\n"
             "                    same MB, least recently used removed first): a restarted server\n"
             "                    resumes them\n"
+            "  --speculate ngram speculative decoding with prompt lookup: drafted ids verified\n"
+            "                    several per pass, replies identical to plain decoding\n"
+            "  --draft-max K     the most drafted ids per verify pass, 1-64 (default 8)\n"
             "  --stats FILE      step statistics of the text engine (queue wait, prefill, decode\n"
             "                    steps by layer type, sampler, detokenizer) written as JSON at\n"
             "                    shutdown, with the attribution table on stderr (or $EMBER_STATS)\n"
@@ -84,7 +87,7 @@ int cmd_serve(int argc, char **argv)
 {
     enum { OPT_HOST = 1, OPT_PORT, OPT_API_KEY, OPT_MAX_SEQS, OPT_CTX, OPT_MAX_QUEUE, OPT_TIMEOUT,
            OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_PREFIX_CACHE_DIR, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE, OPT_STATS,
-           OPT_VOICES };
+           OPT_VOICES, OPT_SPECULATE, OPT_DRAFT_MAX };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, OPT_HOST},
         {"port", required_argument, 0, OPT_PORT},     {"api-key", required_argument, 0, OPT_API_KEY},
@@ -99,6 +102,8 @@ int cmd_serve(int argc, char **argv)
         {"voices", required_argument, 0, OPT_VOICES},
         {"profile", required_argument, 0, OPT_PROFILE},
         {"stats", required_argument, 0, OPT_STATS},
+        {"speculate", required_argument, 0, OPT_SPECULATE},
+        {"draft-max", required_argument, 0, OPT_DRAFT_MAX},
         {"help", no_argument, 0, 'h'},                CLI_COMMON_OPTIONS,
         {0, 0, 0, 0}};
     sv_server_params p;
@@ -108,6 +113,8 @@ int cmd_serve(int argc, char **argv)
     ember_session_params sp = ember_session_default_params();
     cli_profile profile = CLI_PROFILE_AUTO;
     const char *stats_path = NULL;
+    int speculate = 0;
+    int32_t draft_max = 8;
     int opt;
     long v = 0;
     optind = 1;
@@ -140,6 +147,15 @@ int cmd_serve(int argc, char **argv)
             r = cli_profile_option(CLI_OPT_PROFILE, optarg, "serve", &profile) == 1 ? 0 : 1;
             break;
         case OPT_STATS: stats_path = optarg; break;
+        case OPT_SPECULATE:
+            if (strcmp(optarg, "ngram")) {
+                fprintf(stderr, "ember serve: --speculate: only ngram is served (draft models: "
+                                "generate and chat)\n");
+                return 2;
+            }
+            speculate = 1;
+            break;
+        case OPT_DRAFT_MAX: r = parse_long(optarg, 1, 64, &v); draft_max = (int32_t)v; break;
         case 'h': usage(stdout); return 0;
         default:
             r = cli_common_option(opt, optarg, "serve", &p.model, &sp);
@@ -154,6 +170,7 @@ int cmd_serve(int argc, char **argv)
             return 2;
         }
     }
+    if (speculate) p.draft_max = draft_max;
     if (!p.model_dir || optind != argc) {
         usage(stderr);
         return 2;

@@ -165,6 +165,8 @@ ember_status llm_batch_decode(llm_batch *b, ember_session *const *sessions, cons
     return EMBER_OK;
 }
 
+const ek_exec *llm_batch_exec(const llm_batch *b) { return &b->exec; }
+
 ember_status llm_batch_prefill(llm_batch *b, ember_session *s, const int32_t *ids, size_t n_ids)
 {
     if (!b || !s || s->m != b->m)

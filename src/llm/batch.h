@@ -36,6 +36,11 @@ ember_status llm_batch_decode(llm_batch *b, ember_session *const *sessions, cons
  * recorder belongs to the thread that runs the batch. */
 void llm_batch_set_stats(llm_batch *b, ember_stats *stats);
 
+/* The batch's kernels and thread pool (valid while the batch is): other
+ * passes over its sessions, such as a verify step, run on them too. */
+struct ek_exec;
+const struct ek_exec *llm_batch_exec(const llm_batch *b);
+
 /* ember_session_prefill on the batch's threads and scratch. */
 ember_status llm_batch_prefill(llm_batch *b, ember_session *session, const int32_t *ids,
                                size_t n_ids);

@@ -18,6 +18,12 @@ struct llm_verifier {
 
 ember_status llm_verifier_create(ember_session *s, int32_t max_draft, llm_verifier **out)
 {
+    return llm_verifier_create_on(s, NULL, max_draft, out);
+}
+
+ember_status llm_verifier_create_on(ember_session *s, const ek_exec *exec, int32_t max_draft,
+                                    llm_verifier **out)
+{
     if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "llm_verifier_create: out is NULL");
     *out = NULL;
     if (!s) return ember_fail(EMBER_ERR_INVALID_ARG, "llm_verifier_create: session is NULL");
@@ -30,7 +36,7 @@ ember_status llm_verifier_create(ember_session *s, int32_t max_draft, llm_verifi
     if (!v) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating a verifier");
     v->s = s;
     const size_t vocab = (size_t)s->m->cfg.vocab, rows = (size_t)max_draft + 1;
-    ember_status st = llm_work_init(&v->work, s->m, &s->exec, (int32_t)rows);
+    ember_status st = llm_work_init(&v->work, s->m, exec ? exec : &s->exec, (int32_t)rows);
     if (!st) st = kv_undo_init(&v->undo, &s->kv, (int32_t)rows);
     if (!st && !(v->rows = malloc(rows * vocab * sizeof *v->rows)))
         st = ember_fail(EMBER_ERR_NO_MEMORY, "verify logits: cannot allocate %zu bytes",

@@ -19,6 +19,12 @@ typedef struct llm_verifier llm_verifier;
  * max_draft drafted tokens (>= 1): its own scratch of max_draft+1 rows, the
  * rows' logits, and the ring undo. Not for the onnx backend. */
 ember_status llm_verifier_create(ember_session *s, int32_t max_draft, llm_verifier **out);
+/* The same on another thread pool and kernels (exec, copied; its pool must
+ * outlive the verifier): a server's sessions are single-threaded and its
+ * batch owns the threads (llm/batch.h). NULL exec: the session's. */
+struct ek_exec;
+ember_status llm_verifier_create_on(ember_session *s, const struct ek_exec *exec, int32_t max_draft,
+                                    llm_verifier **out);
 void llm_verifier_free(llm_verifier *v);
 
 /* The most drafts one step can verify: max_draft, less when a sliding ring

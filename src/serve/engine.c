@@ -11,6 +11,8 @@
 #include "serve/format.h"
 #include "serve/prefix_cache.h"
 #include "generate/textgen.h"
+#include "kernels/exec.h"
+#include "speculate/decoder.h"
 
 /* How long an idle engine sleeps before looking at its queue's deadlines. */
 #define IDLE_WAIT_S 0.05
@@ -36,6 +38,7 @@ typedef struct slot {
     llm_ring_snapshot *snaps;
     size_t n_snaps;
     size_t next_bound; /* the first of j->bounds not reached yet */
+    spec_decoder *spec; /* speculating (e->p.draft_max): its verify passes; NULL: plain */
 } slot;
 
 struct sv_engine {
@@ -105,6 +108,7 @@ static void release_slot(sv_engine *e, int i)
         for (size_t k = 0; k < s->n_snaps; k++) llm_ring_snapshot_free(&s->snaps[k]);
     }
     free(s->snaps);
+    spec_decoder_free(s->spec);
     et_textgen_free(s->gen);
     sv_job_unref(s->job);
     pthread_mutex_lock(&e->mu);
@@ -129,17 +133,23 @@ static void finish_slot(sv_engine *e, slot *s, et_finish finish)
     s->keep = (size_t)ember_session_position(s->s) == s->n_held;
 }
 
-/* Samples from the session's logits; 1 when the response is over. */
-static int sample(sv_engine *e, slot *s)
+/* Picks the id after `logits` with the slot's sampler (on a copy: it edits
+ * them) and writes its text; *finish says the response ends here. */
+static ember_status choose(sv_engine *e, slot *s, const float *logits, et_finish *finish)
 {
-    et_finish finish = ET_FINISH_NONE;
-    memcpy(e->logits, ember_session_logits(s->s),
-           (size_t)ember_model_vocab_size(e->m) * sizeof *e->logits);
+    memcpy(e->logits, logits, (size_t)ember_model_vocab_size(e->m) * sizeof *e->logits);
     if (s->job->t_first_token == 0) {
         s->job->t_first_token = sv_now();
         sv_metrics_observe(e->metrics, &e->metrics->ttft, s->job->t_first_token - s->job->t_submit);
     }
-    if (et_textgen_step(s->gen, e->logits, &s->next, &finish)) {
+    return et_textgen_step(s->gen, e->logits, &s->next, finish);
+}
+
+/* Samples from the session's logits; 1 when the response is over. */
+static int sample(sv_engine *e, slot *s)
+{
+    et_finish finish = ET_FINISH_NONE;
+    if (choose(e, s, ember_session_logits(s->s), &finish)) {
         fail_job(s->job, 500, "server_error", NULL, ember_last_error());
         return -1;
     }
@@ -149,6 +159,53 @@ static int sample(sv_engine *e, slot *s)
     }
     s->decoding = 1;
     return 0;
+}
+
+/* The speculative path's sampler (spec_pick_fn): the same choose(). */
+typedef struct spec_pick {
+    sv_engine *e;
+    slot *s;
+    et_finish finish;
+} spec_pick;
+
+static ember_status pick_spec(void *user, const float *logits, int64_t held, int32_t *id, int *end)
+{
+    (void)held; /* the session is sized for max_tokens: textgen ends first */
+    spec_pick *p = user;
+    ember_status st = choose(p->e, p->s, logits, &p->finish);
+    *id = p->s->next;
+    *end = p->finish != ET_FINISH_NONE;
+    return st;
+}
+
+/* One verify pass of a speculating slot: its pending id and up to draft_max
+ * n-gram drafts as one chunk of rows (speculate/decoder.h), each row's pick
+ * made by the slot's own sampler in order, so the ids (and the sampler's
+ * random draws) are those plain decoding gives. Returns the ids fed; sets
+ * s->over when the response ended or failed. */
+static int step_speculating(sv_engine *e, slot *s)
+{
+    const spec_counts before = *spec_decoder_counts(s->spec);
+    spec_pick pk = {e, s, ET_FINISH_NONE};
+    const int32_t *fed = NULL;
+    int32_t n_fed = 0;
+    int end = 0;
+    ember_status st = spec_decoder_step(s->spec, &s->next, pick_spec, &pk, &fed, &n_fed, &end);
+    for (int32_t i = 0; i < n_fed; i++) s->held[s->n_held++] = fed[i];
+    const spec_counts *after = spec_decoder_counts(s->spec);
+    pthread_mutex_lock(&e->metrics->mu);
+    e->metrics->spec_steps += (uint64_t)(after->steps - before.steps);
+    e->metrics->spec_drafted += (uint64_t)(after->drafted - before.drafted);
+    e->metrics->spec_accepted += (uint64_t)(after->accepted - before.accepted);
+    pthread_mutex_unlock(&e->metrics->mu);
+    if (st) {
+        fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+        s->over = 1;
+    } else if (end) {
+        finish_slot(e, s, pk.finish);
+        s->over = 1;
+    }
+    return n_fed;
 }
 
 /* A new sequence: its session (sized to prompt + max_tokens exactly) and
@@ -177,6 +234,10 @@ static int start_slot(sv_engine *e, slot *s)
     s->n_held = j->n_prompt;
     if (e->p.prefix_cache_bytes && !(s->snaps = calloc(j->n_bounds + 1, sizeof *s->snaps))) {
         fail_job(j, 500, "server_error", NULL, "out of memory");
+        return -1;
+    }
+    if (e->p.draft_max && spec_decoder_create_on(s->s, llm_batch_exec(e->batch), e->p.draft_max, &s->spec)) {
+        fail_job(j, 500, "server_error", NULL, ember_last_error());
         return -1;
     }
     s->prefilled = sv_prefix_cache_resume(e->prefix, s->s, j->prompt, j->n_prompt);
@@ -284,7 +345,13 @@ static int step(sv_engine *e)
                         ember_stats_record(e->p.stats, EMBER_STAT_PREFILL, s->prefill_ms);
                         /* the boundary before the reply: the next turn's usual resume point */
                         snapshot_here(e, s);
-                        over = sample(e, s) != 0;
+                        /* the drafter looks up the whole prompt */
+                        if (s->spec && spec_decoder_begin(s->spec, s->held, s->n_held)) {
+                            fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+                            over = 1;
+                        } else {
+                            over = sample(e, s) != 0;
+                        }
                     }
                 }
             }
@@ -292,11 +359,19 @@ static int step(sv_engine *e)
         if (over) release_slot(e, i);
         else i++;
     }
-    /* 3. one batched decode step of everything that has a token pending */
-    int n = 0;
+    /* 3. one batched decode step of everything that has a token pending;
+     * a speculating sequence instead runs its own verify pass of several
+     * rows on the batch's threads (exact, and simple: its rows cannot join
+     * the others' one-row step, and a pass over K+1 rows costs little more
+     * than one while weights dominate) */
+    int n = 0, verified = 0;
     for (int i = 0; i < e->n_slots; i++)
         if (e->slots[i].decoding &&
             !(e->slots[i].job->req.stream && sv_job_unread(e->slots[i].job) > MAX_UNREAD_BYTES)) {
+            if (e->slots[i].spec) {
+                verified += step_speculating(e, &e->slots[i]);
+                continue;
+            }
             e->rows[n] = e->slots[i].s;
             e->ids[n] = e->slots[i].next;
             e->row_slot[n++] = i;
@@ -321,7 +396,7 @@ static int step(sv_engine *e)
      * that one was already looked at */
     for (int i = e->n_slots - 1; i >= 0; i--)
         if (e->slots[i].over) release_slot(e, i);
-    return ran + n;
+    return ran + n + verified;
 }
 
 /* Waits on the engine's condition for at most IDLE_WAIT_S. Under mu. */

@@ -12,7 +12,10 @@
  *      a long prompt from stalling the others' streams), after resuming
  *      what it can from the prefix cache (prefix_cache.h),
  *   4. decodes one token of every other sequence in one batched step
- *      (llm/batch.h: one matmul per weight matrix for all rows),
+ *      (llm/batch.h: one matmul per weight matrix for all rows); with
+ *      speculation on (draft_max), each sequence instead runs its own
+ *      verify pass of its pending id and its n-gram drafts on the batch's
+ *      threads (speculate/decoder.h), its ids the ones plain decoding gives,
  *   5. samples, streams and finishes sequences (text/textgen.h).
  * With a stats recorder (--stats) it times each request's queue wait and
  * prefill, each batched step (the series decode_step, its sliding and full
@@ -52,6 +55,9 @@ typedef struct sv_engine_params {
                            (read it after sv_engine_shutdown); NULL: off */
     const char *prefix_cache_dir; /* the prefix cache also on disk here
                                      (prefix_cache.h); NULL: memory only */
+    int32_t draft_max;  /* > 0: speculative decoding with n-gram (prompt
+                           lookup) drafts of up to this many ids per verify
+                           pass (see engine.c); 0: off */
 } sv_engine_params;
 
 typedef struct sv_engine sv_engine;

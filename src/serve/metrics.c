@@ -137,6 +137,14 @@ char *sv_metrics_render(sv_metrics *m)
     scalar(&t, "ember_prefix_cache_tokens_reused_total", "counter",
            "Prompt tokens taken from the prefix cache instead of being run.",
            (double)m->prefix_tokens_reused);
+    scalar(&t, "ember_speculative_verify_passes_total", "counter",
+           "Verify passes of speculating sequences (each yields its accepted ids plus one).",
+           (double)m->spec_steps);
+    scalar(&t, "ember_speculative_drafted_tokens_total", "counter",
+           "Drafted ids run through verify passes.", (double)m->spec_drafted);
+    scalar(&t, "ember_speculative_accepted_tokens_total", "counter",
+           "Drafted ids the model agreed with (acceptance: accepted / drafted).",
+           (double)m->spec_accepted);
     pthread_mutex_unlock(&m->mu);
     if (t.failed) {
         free(t.buf);

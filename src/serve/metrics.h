@@ -25,6 +25,9 @@ typedef struct sv_metrics {
     int64_t queue_depth, active, kv_bytes_in_use, kv_bytes_budget;
     int64_t prefix_entries, prefix_bytes, prefix_snapshots;
     uint64_t prefix_hits, prefix_misses, prefix_tokens_reused;
+    /* speculative decoding (serve --speculate): the acceptance rate is
+     * spec_accepted / spec_drafted, ids per pass (accepted + steps) / steps */
+    uint64_t spec_steps, spec_drafted, spec_accepted;
 } sv_metrics;
 
 void sv_metrics_init(sv_metrics *m);

@@ -62,7 +62,7 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
         sv_engine_params ep = {p->max_seqs, p->ctx, p->n_threads,
                                p->max_queue ? p->max_queue : 4 * p->max_seqs,
                                p->kv_budget, p->kv_type, 256, p->prefix_cache_bytes, p->stats,
-                               p->prefix_cache_dir};
+                               p->prefix_cache_dir, p->draft_max};
         if (ep.ctx > ember_model_max_positions(s->model)) ep.ctx = ember_model_max_positions(s->model);
         s->p.ctx = ep.ctx;
         st = sv_engine_create(s->model, s->tok, &ep, &s->metrics, &s->engine);

@@ -5,6 +5,7 @@
 
 #include "base/stats.h"
 #include "base/status.h"
+#include "kernels/exec.h"
 #include "llm/session_internal.h"
 #include "llm/verify.h"
 #include "speculate/adapt.h"
@@ -27,14 +28,14 @@ struct spec_decoder {
     spec_counts counts;
 };
 
-ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const ember_model *draft,
-                                 spec_decoder **out)
+static ember_status create(ember_session *s, const ek_exec *exec, int32_t draft_max,
+                           const ember_model *draft, spec_decoder **out)
 {
     if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "spec_decoder_create: out is NULL");
     *out = NULL;
     spec_decoder *d = calloc(1, sizeof *d);
     if (!d) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating a speculative decoder");
-    ember_status st = llm_verifier_create(s, draft_max, &d->v);
+    ember_status st = llm_verifier_create_on(s, exec, draft_max, &d->v);
     if (st) {
         free(d);
         return st;
@@ -55,6 +56,18 @@ ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const embe
     spec_adapt_init(&d->adapt, d->draft_max, SPEC_ROW_COST);
     *out = d;
     return EMBER_OK;
+}
+
+ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const ember_model *draft,
+                                 spec_decoder **out)
+{
+    return create(s, NULL, draft_max, draft, out);
+}
+
+ember_status spec_decoder_create_on(ember_session *s, const ek_exec *exec, int32_t draft_max,
+                                    spec_decoder **out)
+{
+    return create(s, exec, draft_max, NULL, out);
 }
 
 void spec_decoder_free(spec_decoder *d)
