@@ -126,6 +126,13 @@ static void finish_slot(sv_engine *e, slot *s, et_finish finish)
         return;
     }
     j->completion_tokens = et_textgen_count(s->gen);
+    if (s->spec) {
+        const spec_counts *c = spec_decoder_counts(s->spec);
+        j->speculated = 1;
+        j->spec_passes = c->steps;
+        j->spec_drafted = c->drafted;
+        j->spec_accepted = c->accepted;
+    }
     pthread_mutex_lock(&e->metrics->mu);
     e->metrics->completion_tokens += (uint64_t)j->completion_tokens;
     pthread_mutex_unlock(&e->metrics->mu);

@@ -30,6 +30,12 @@ static cJSON *usage(const sv_job *j, int32_t prompt_tokens)
     cJSON_AddNumberToObject(u, "total_tokens", prompt_tokens + j->completion_tokens);
     cJSON_AddNumberToObject(details, "cached_tokens", j->cached_tokens);
     cJSON_AddItemToObject(u, "prompt_tokens_details", details);
+    if (j->speculated) { /* an extension: clients ignore keys they do not know */
+        cJSON *spec = cJSON_AddObjectToObject(u, "speculative");
+        cJSON_AddNumberToObject(spec, "verify_passes", (double)j->spec_passes);
+        cJSON_AddNumberToObject(spec, "drafted_tokens", (double)j->spec_drafted);
+        cJSON_AddNumberToObject(spec, "accepted_tokens", (double)j->spec_accepted);
+    }
     return u;
 }
 

@@ -41,6 +41,8 @@ typedef struct sv_job {
     cJSON *calls;              /* the tool_calls array */
     int sent_role;             /* streaming: the first chunk (with the role) went out */
     int32_t completion_tokens, cached_tokens;
+    int speculated;            /* the server speculates: usage carries the counts */
+    int64_t spec_passes, spec_drafted, spec_accepted;
     double t_first_token;      /* 0 until the first token */
 
     /* shared */

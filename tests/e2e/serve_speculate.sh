@@ -6,7 +6,8 @@
 # at a time so speculating sequences share the engine's steps, and asked
 # twice (the second round resumes the prompts from the prefix cache that the
 # first round's sequences, speculated or not, were stored in); and the
-# speculative counters of /metrics move (drafts run, some accepted). Speed is
+# speculative counters of /metrics move (drafts run, some accepted) and
+# equal the sums of the replies' usage.speculative counts. Speed is
 # the benchmark's business, never asserted here.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
@@ -49,10 +50,18 @@ def ask(body):
     with urllib.request.urlopen(r, timeout=120) as f:
         o = json.loads(f.read())
     u = o["usage"]
-    return {"choices": o["choices"], "tokens": [u["prompt_tokens"], u["completion_tokens"]]}
+    return {"choices": o["choices"], "tokens": [u["prompt_tokens"], u["completion_tokens"]],
+            "speculative": u.get("speculative")}
 with ThreadPoolExecutor(4) as ex:
     replies = list(ex.map(ask, reqs))
+# the speculative counts go aside (the plain server has none) and are summed
+spec = [r.pop("speculative") for r in replies]
 json.dump(replies, open(out, "w"), sort_keys=True)
+if all(spec):
+    ok = all(0 <= s["accepted_tokens"] <= s["drafted_tokens"] for s in spec)
+    print("usage", sum(s["verify_passes"] for s in spec) if ok else "bad")
+elif any(spec):
+    print("usage bad")
 PY
 }
 
@@ -67,7 +76,7 @@ if ! start_server "$tmp/spec.log" -m "$model" --max-seqs 4 --threads 2 \
   fail serve_speculate_start "$(cat "$tmp/spec.log")"; exit 1
 fi
 passes0=$(metric ember_speculative_verify_passes_total)
-ask_all "$tmp/spec.json" && ask_all "$tmp/spec2.json" || fail serve_speculate_requests "$(tail -5 "$tmp/spec.log")"
+ask_all "$tmp/spec.json" >"$tmp/usage1" && ask_all "$tmp/spec2.json" >"$tmp/usage2" || fail serve_speculate_requests "$(tail -5 "$tmp/spec.log")"
 passes=$(metric ember_speculative_verify_passes_total)
 drafted=$(metric ember_speculative_drafted_tokens_total)
 accepted=$(metric ember_speculative_accepted_tokens_total)
@@ -80,12 +89,14 @@ else
   fail serve_speculate_replies_equal_plain "plain: $(head -c 600 "$tmp/plain.json")" \
     "speculative: $(head -c 600 "$tmp/spec.json")"
 fi
-if [ "$passes0" = 0 ] && [ "${passes:-0}" -gt 0 ] 2>/dev/null && [ "${drafted:-0}" -gt 0 ] &&
+usage_passes=$(( $(awk '$1 == "usage" { print $2 }' "$tmp/usage1") + $(awk '$1 == "usage" { print $2 }' "$tmp/usage2") ))
+if [ "$passes0" = 0 ] && [ "$usage_passes" = "$passes" ] && [ "${passes:-0}" -gt 0 ] 2>/dev/null && [ "${drafted:-0}" -gt 0 ] &&
    [ "${accepted:-0}" -gt 0 ] && [ "$accepted" -lt "$drafted" ]; then
   pass serve_speculate_metrics
   echo "     $passes verify passes, $accepted of $drafted drafted ids accepted"
 else
-  fail serve_speculate_metrics "passes $passes0 -> $passes, drafted $drafted, accepted $accepted"
+  fail serve_speculate_metrics "passes $passes0 -> $passes (replies' usage: $usage_passes)," \
+    "drafted $drafted, accepted $accepted"
 fi
 expect_error serve_speculate_bad_mode "only ngram" "$EMBER" serve -m "$model" --speculate draft:models/demo
 expect_error serve_speculate_bad_draft_max "bad value" "$EMBER" serve -m "$model" --speculate ngram --draft-max 0
