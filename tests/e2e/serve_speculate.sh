@@ -80,6 +80,13 @@ ask_all "$tmp/spec.json" >"$tmp/usage1" && ask_all "$tmp/spec2.json" >"$tmp/usag
 passes=$(metric ember_speculative_verify_passes_total)
 drafted=$(metric ember_speculative_drafted_tokens_total)
 accepted=$(metric ember_speculative_accepted_tokens_total)
+# a streamed reply is framed as usual, its usage carrying the counts
+curl -sN -m 60 "$BASE/v1/chat/completions" -H 'Content-Type: application/json' --data-binary \
+  '{"model":"demo","stream":true,"stream_options":{"include_usage":true},"max_tokens":40,"messages":[{"role":"user","content":"weather in Paris? and Paris?"}]}' \
+  >"$tmp/stream.txt"
+if why=$(sse_ok "$tmp/stream.txt") && grep -q '"verify_passes":[1-9]' "$tmp/stream.txt"; then
+  pass serve_speculate_stream
+else fail serve_speculate_stream "$why" "$(tail -c 300 "$tmp/stream.txt")"; fi
 stop_server; SPID=""
 
 if [ -s "$tmp/plain.json" ] && cmp -s "$tmp/plain.json" "$tmp/spec.json" &&
