@@ -45,6 +45,11 @@ process (`ember tokenize --jsonl --no-special`, one JSON string per
 document), and cached as .npy under --cache (rebuilt when an input changes).
 Loss: prose on every token; chats only on tokens that start inside an
 assistant span (token byte offsets come from the tokenizer.json pieces).
+With --arg-weight W, the chat tokens that start inside a tool call's
+arguments JSON (chatfmt's arg_spans; cached as loss-mask value 2) weigh W
+and every other trained token 1, the loss divided by the total weight; the
+misses of the demo model are argument values, not function names.  Every
+evaluation also logs val_chat_args, the held-out loss on those tokens alone.
 Documents are sampled ~30% prose / 70% chat by tokens (--prose-frac), each
 ends with <|endoftext|> (a target of its last token: prose learns to stop),
 and they are packed first-fit into rows of --seq-len tokens (default 1024:
