@@ -3,8 +3,9 @@ reference/spark_chat_template.jinja as ember renders it (`ember template`);
 reference/demo/check_render.py checks that on generated conversations.
 
     render(messages, tools=None, add_generation_prompt=False, enable_thinking=None) -> str
-    render_with_spans(messages, tools=None, add_generation_prompt=False, enable_thinking=None)
+    render_with_spans(messages, tools=None, add_generation_prompt=False, enable_thinking=None, arg_spans=None)
         -> (str, [(start, end), ...])   character spans of the assistant turns
+                                         (and, into arg_spans, of their call arguments)
     tojson(value) -> str                 the template's `tojson`
 
 Messages and tools are the OpenAI-style dicts the template takes:
@@ -58,10 +59,13 @@ def _trim(s):
     return s.strip(" \t\n\r\f\v")
 
 
-def render_with_spans(messages, tools=None, add_generation_prompt=False, enable_thinking=None):
+def render_with_spans(messages, tools=None, add_generation_prompt=False, enable_thinking=None, arg_spans=None):
     """The rendered text and, for each assistant message, the span from just
     after "<|im_start|>assistant\\n" to the end of its "<|im_end|>" (the
-    tokens a model is trained to produce)."""
+    tokens a model is trained to produce).  arg_spans, when a list, receives
+    the span of each assistant tool call's arguments JSON (from its "{" to
+    its "}"): the tokens that decide whether a call is right (train.py
+    --arg-weight)."""
     out, spans = [], []
     pos = 0
 
@@ -109,8 +113,12 @@ def render_with_spans(messages, tools=None, add_generation_prompt=False, enable_
                 if _trim(content) or j > 0:
                     emit("\n")
                 args = fn["arguments"]
-                emit("<tool_call>\n{\"name\": \"" + fn["name"] + "\", \"arguments\": "
-                     + (args if isinstance(args, str) else tojson(args)) + "}\n</tool_call>")
+                emit("<tool_call>\n{\"name\": \"" + fn["name"] + "\", \"arguments\": ")
+                arg_start = pos
+                emit(args if isinstance(args, str) else tojson(args))
+                if arg_spans is not None:
+                    arg_spans.append((arg_start, pos))
+                emit("}\n</tool_call>")
             emit("<|im_end|>")
             spans.append((start, pos))
             emit("\n")

@@ -45,6 +45,11 @@ process (`ember tokenize --jsonl --no-special`, one JSON string per
 document), and cached as .npy under --cache (rebuilt when an input changes).
 Loss: prose on every token; chats only on tokens that start inside an
 assistant span (token byte offsets come from the tokenizer.json pieces).
+With --arg-weight W, the chat tokens that start inside a tool call's
+arguments JSON (chatfmt's arg_spans; cached as loss-mask value 2) weigh W
+and every other trained token 1, the loss divided by the total weight; the
+misses of the demo model are argument values, not function names.  Every
+evaluation also logs val_chat_args, the held-out loss on those tokens alone.
 Documents are sampled ~30% prose / 70% chat by tokens (--prose-frac), each
 ends with <|endoftext|> (a target of its last token: prose learns to stop),
 and they are packed first-fit into rows of --seq-len tokens (default 1024:
@@ -362,13 +367,31 @@ class SparkLM(nn.Module):
     def forward(self, ids, pos=None, doc=None, pre=None, tree=None):
         return self.head(self.hidden(ids, pos, doc, pre, tree))
 
-    def loss(self, ids, tgt, mask, pos, doc, pre=None, tree=None):
-        """Mean cross entropy over the targets where mask is set; the output
-        head only runs on those rows."""
+    def _selected(self, ids, tgt, mask, pos, doc, pre, tree):
+        """Logits and targets of the slots where mask is set (the output head
+        only runs on those rows) and the flattened selection."""
         h = self.hidden(ids, pos, doc, pre, tree)
         sel = mask.reshape(-1)
-        logits = self.head(h.reshape(-1, h.shape[-1])[sel])
-        return F.cross_entropy(logits, tgt.reshape(-1)[sel])
+        return self.head(h.reshape(-1, h.shape[-1])[sel]), tgt.reshape(-1)[sel], sel
+
+    def loss(self, ids, tgt, mask, pos, doc, pre=None, tree=None, arg=None, arg_weight=1.0):
+        """Mean cross entropy over the targets where mask is set.  With
+        arg_weight != 1, the targets flagged in arg (tool-call arguments)
+        weigh arg_weight and the others 1, normalised by the total weight so
+        that the loss keeps its scale; arg_weight 1 is the plain mean, the
+        same computation as without arg."""
+        logits, t, sel = self._selected(ids, tgt, mask, pos, doc, pre, tree)
+        if arg is None or arg_weight == 1.0:
+            return F.cross_entropy(logits, t)
+        w = 1.0 + (arg_weight - 1.0) * arg.reshape(-1)[sel].float()
+        return (F.cross_entropy(logits, t, reduction="none") * w).sum() / w.sum()
+
+    def token_losses(self, ids, tgt, mask, pos, doc, pre=None, tree=None, arg=None):
+        """Cross entropy of every target where mask is set, and whether each
+        is an argument token (all False without arg)."""
+        logits, t, sel = self._selected(ids, tgt, mask, pos, doc, pre, tree)
+        flags = arg.reshape(-1)[sel] if arg is not None else torch.zeros(len(t), dtype=torch.bool)
+        return F.cross_entropy(logits, t, reduction="none"), flags
 
 
 def init_from(model, model_dir):
@@ -486,7 +509,7 @@ def check_shared_prefix(model, T, plain):
         x = torch.randint(0, V, (plain + 1,), generator=g).numpy()
         pk.add(x[:-1], x[1:], np.ones(plain, bool), np.arange(plain))
     pk.flush()
-    ids, tgt, mask, pos, doc, pre, tree = to_batch(pk.ready)
+    ids, tgt, mask, pos, doc, pre, tree, _ = to_batch(pk.ready)
     keep = mask.clone()
     keep[0, -plain or T:] = False          # the plain document's targets are not part of the comparison
     model.zero_grad()
@@ -506,10 +529,92 @@ def check_shared_prefix(model, T, plain):
     return snr_db(torch.cat(want), got.detach()), snr_db(g_alone, torch.cat([x.reshape(-1) for x in g_tree]))
 
 
+def calls_in_text(text):
+    """Arguments JSON spans found by reading the rendered text itself (not
+    chatfmt's bookkeeping): each <tool_call> block's body, from after its
+    '"arguments": ' to before its closing brace, after the system block
+    (whose tool instructions show a placeholder call)."""
+    out, k = [], text.index(IM_END)
+    while (a := text.find("<tool_call>\n", k)) >= 0:
+        b = text.index("\n</tool_call>", a)
+        body_start = a + len("<tool_call>\n")
+        s = text.index('"arguments": ', body_start) + len('"arguments": ')
+        out.append((s, b - 1))
+        k = b
+    return out
+
+
+def check_arg_spans(n_chats=60, seed=3):
+    """On generated chats: chatfmt's argument spans are exactly the calls'
+    arguments JSON as the text shows them (and parse to the call's
+    arguments); span_mask flags exactly those bytes as ARG when token
+    boundaries fall on the span edges, and Packer/to_batch carry the flags
+    as a subset of the loss mask.  Returns (ok, stats)."""
+    import chatfmt
+    import chats
+    rng, cut_rng = random.Random(seed), np.random.default_rng(seed)
+    ok, n_calls, n_two = True, 0, 0
+    for _ in range(n_chats):
+        conv, kinds = chats.conversation(rng)
+        arg_spans = []
+        text, spans = chatfmt.render_with_spans(conv["messages"], conv["tools"], arg_spans=arg_spans)
+        calls = [c["function"]["arguments"] for m in conv["messages"] if m["role"] == "assistant"
+                 for c in m.get("tool_calls") or []]
+        n_calls += len(calls)
+        n_two += sum(k == "call2" for k in kinds.values())
+        ok &= arg_spans == calls_in_text(text) and len(arg_spans) == len(calls)
+        ok &= all(json.loads(text[s:e]) == c for (s, e), c in zip(arg_spans, calls))
+        ok &= all(any(s0 <= s and e <= e0 for s0, e0 in spans) for s, e in arg_spans)
+        # a tokenization with random cuts plus cuts at every span edge
+        raw = text.encode()
+        edges = {len(text[:x].encode()) for sp in spans + arg_spans for x in sp}
+        cuts = sorted(edges | set(cut_rng.integers(1, len(raw), len(raw) // 3).tolist()) | {0, len(raw)})
+        nbytes = np.diff(cuts)
+        x = np.arange(len(nbytes))
+        m = span_mask(text, x, nbytes, spans, arg_spans)
+        starts = cuts[:-1]
+        got_arg = b"".join(raw[starts[i]:cuts[i + 1]] for i in x if m[i] == ARG)
+        got_all = b"".join(raw[starts[i]:cuts[i + 1]] for i in x if m[i])
+        ok &= got_arg == b"".join(text[s:e].encode() for s, e in arg_spans)
+        ok &= got_all == b"".join(text[s:e].encode() for s, e in spans)
+        # through the packer: the row's arg flags are the ARG targets, within the loss mask
+        ids = np.append(x, len(x))
+        pk = Packer(1 << 16, 0)
+        pk.add(*next(doc_pieces(ids, m, 1 << 16)))
+        pk.flush()
+        b = to_batch(pk.ready)
+        ok &= int(b[7].sum()) == int((m[1:] == ARG).sum()) and not bool((b[7] & ~b[2]).any())
+    ok &= n_calls > 0 and n_two > 0
+    return ok, {"chats": n_chats, "calls": n_calls, "two_call_replies": n_two}
+
+
+def check_arg_weight(model):
+    """loss(arg_weight=1) is the plain loss, bit for bit; loss(arg_weight=3)
+    equals the plain mean cross entropy with every argument target counted
+    three times (rows repeated: an independent path)."""
+    V, T = model.cfg["vocab_size"], 96
+    g = torch.Generator().manual_seed(9)
+    ids, tgt = torch.randint(0, V, (2, T), generator=g), torch.randint(0, V, (2, T), generator=g)
+    mask = torch.rand(2, T, generator=g) < 0.6
+    arg = mask & (torch.rand(2, T, generator=g) < 0.3)
+    pos, doc = torch.arange(T).expand(2, T), torch.zeros(2, T, dtype=torch.int64)
+    with torch.no_grad():
+        plain = model.loss(ids, tgt, mask, pos, doc)
+        w1 = model.loss(ids, tgt, mask, pos, doc, arg=arg, arg_weight=1.0)
+        w3 = model.loss(ids, tgt, mask, pos, doc, arg=arg, arg_weight=3.0)
+        logits = model(ids)
+        lg = torch.cat([logits[mask], logits[arg], logits[arg]])
+        want = F.cross_entropy(lg, torch.cat([tgt[mask], tgt[arg], tgt[arg]]))
+    rel = abs(w3.item() - want.item()) / want.item()
+    return bool(torch.equal(plain, w1)) and rel < 1e-5, {"w1_equal": bool(torch.equal(plain, w1)),
+                                                         "w3_rel_err": float(f"{rel:.2g}")}
+
+
 def run_check(a):
     import spark_ref as sr
     torch.manual_seed(0)
-    ok = True
+    ok, stats = check_arg_spans()
+    log({"check": "argument spans == the calls' arguments JSON; token flags == those bytes", **stats, "ok": ok})
     for tied in (True, False):
         cfg = mc.build_config("tiny", "f32", untied=not tied)   # hidden 128, 4 layers, window 16
         model = SparkLM(cfg)
@@ -550,6 +655,10 @@ def run_check(a):
             ok &= good
             log({"check": "shared-prefix row == its chats one by one", "tied": tied, "T": T, "snr_db": round(db, 1),
                  "grad_snr_db": round(gdb, 1), "ok": good})
+        good, st = check_arg_weight(model)
+        ok &= good
+        log({"check": "--arg-weight: W=1 == plain loss, W=3 == argument targets counted 3 times", "tied": tied,
+             **st, "ok": good})
         for fn in os.listdir(tmp):
             os.remove(os.path.join(tmp, fn))
         os.rmdir(tmp)
@@ -684,8 +793,9 @@ def read_chats(d):
         for line in f:
             if line.strip():
                 o = json.loads(line)
-                text, spans = chatfmt.render_with_spans(o["messages"], o.get("tools") or [])
-                out.append((text, spans))
+                args = []
+                text, spans = chatfmt.render_with_spans(o["messages"], o.get("tools") or [], arg_spans=args)
+                out.append((text, spans, args))
     return out, [path, getattr(chatfmt, "__file__", "")]
 
 
@@ -700,6 +810,26 @@ def ember_tokenize(ember, tok_path, texts):
     if len(lines) != len(texts):
         raise SystemExit(f"ember tokenize: {len(lines)} outputs for {len(texts)} inputs")
     return [np.asarray(json.loads(x), dtype=np.int64) for x in lines]
+
+
+ARG = 2   # loss-mask value of a target inside a tool call's arguments (1: any other trained target)
+
+
+def span_mask(text, x, nbytes, spans, arg_spans):
+    """Loss mask of a chat of tokens x (+1 slot: the closing <|endoftext|>):
+    1 on the tokens that start inside an assistant span, ARG on those that
+    start inside an arguments span (char spans -> byte offsets of the token
+    starts, from each piece's byte length).  None when the token bytes do
+    not add up to the text."""
+    tb = np.concatenate([[0], np.cumsum(nbytes[x])])    # token start bytes (+ end)
+    if tb[-1] != len(text.encode()):
+        return None
+    m = np.zeros(len(x) + 1, dtype=np.uint8)
+    for val, sp in ((1, spans), (ARG, arg_spans)):
+        for s, e in sp:
+            bs, be = len(text[:s].encode()), len(text[:e].encode())
+            m[:len(x)][(tb[:-1] >= bs) & (tb[:-1] < be)] = val
+    return m
 
 
 def file_sig(paths):
@@ -732,7 +862,7 @@ def build_cache(a, tok_path, nbytes, special):
     if not prose and not chats:
         raise SystemExit(f"{a.data}: no prose.jsonl/prose.txt and no chats.jsonl")
     eot = special[EOT]
-    texts = prose + [t for t, _ in chats]
+    texts = prose + [c[0] for c in chats]
     ids = ember_tokenize(a.ember, tok_path, texts)
     out, stats = {}, {}
     bad = 0
@@ -745,21 +875,19 @@ def build_cache(a, tok_path, nbytes, special):
             if kind == "prose":
                 m = np.ones(len(x) + 1, dtype=np.uint8)
             else:
-                text, spans = chats[k - lo]
-                tb = np.concatenate([[0], np.cumsum(nbytes[x])])    # token start bytes (+ end)
-                if tb[-1] != len(text.encode()):
+                text, spans, arg_spans = chats[k - lo]
+                m = span_mask(text, x, nbytes, spans, arg_spans)
+                if m is None:
                     bad += 1
-                m = np.zeros(len(x) + 1, dtype=np.uint8)          # +1: the closing <|endoftext|>
-                for s, e in spans:
-                    bs, be = len(text[:s].encode()), len(text[:e].encode())
-                    m[:len(x)][(tb[:-1] >= bs) & (tb[:-1] < be)] = 1
+                    m = np.zeros(len(x) + 1, dtype=np.uint8)
             seqs.append(np.append(x, eot))
             masks.append(m)
         lens = np.array([len(s) for s in seqs])
         off = np.concatenate([[0], np.cumsum(lens)])
         out[kind] = (np.concatenate(seqs).astype(np.uint16 if len(nbytes) <= 65536 else np.int32),
                      np.concatenate(masks), off)
-        stats[kind] = {"docs": hi - lo, "tokens": int(off[-1]), "trained_tokens": int(out[kind][1].sum()),
+        stats[kind] = {"docs": hi - lo, "tokens": int(off[-1]), "trained_tokens": int(np.count_nonzero(out[kind][1])),
+                       "argument_tokens": int((out[kind][1] == ARG).sum()),
                        "mean_len": round(float(lens.mean()), 1), "max_len": int(lens.max()),
                        "docs_over_seq_len": int((lens - 1 > a.seq_len).sum())}
     if bad:
@@ -813,7 +941,8 @@ class Packer:
     def _new(self):
         T = self.T
         return dict(ids=np.full(T, self.pad), tgt=np.full(T, self.pad), mask=np.zeros(T, bool),
-                    pos=np.arange(T), doc=np.full(T, -1), tree=np.zeros(T, bool), pre=0, fill=0, ndoc=0,
+                    pos=np.arange(T), doc=np.full(T, -1), tree=np.zeros(T, bool), arg=np.zeros(T, bool), pre=0, fill=0,
+                    ndoc=0,
                     chat_loss=0)
 
     def _open(self):
@@ -824,9 +953,10 @@ class Packer:
 
     def _put(self, k, x, y, m, p, tree=False, chat=False):
         row = self.rows[k]
-        row["chat_loss"] += int(m.sum()) if chat else 0
+        row["chat_loss"] += int(np.count_nonzero(m)) if chat else 0
         f, n = row["fill"], len(x)
         row["ids"][f:f + n], row["tgt"][f:f + n], row["mask"][f:f + n] = x, y, m.astype(bool)
+        row["arg"][f:f + n] = m == ARG
         row["pos"][f:f + n], row["doc"][f:f + n], row["tree"][f:f + n] = p, row["ndoc"], tree
         row["fill"] += n
         row["ndoc"] += 1
@@ -857,11 +987,11 @@ class Packer:
 
 
 def to_batch(rows):
-    """(ids, tgt, mask, pos, doc, pre, tree): SparkLM.loss's arguments."""
+    """(ids, tgt, mask, pos, doc, pre, tree, arg): SparkLM.loss's arguments."""
     st = lambda k, dt: torch.from_numpy(np.stack([r[k] for r in rows]).astype(dt))  # noqa: E731
     pre = torch.tensor([r["pre"] for r in rows], dtype=torch.int64)
     return (st("ids", np.int64), st("tgt", np.int64), st("mask", bool), st("pos", np.int64), st("doc", np.int64),
-            pre, st("tree", bool))
+            pre, st("tree", bool), st("arg", bool))
 
 
 class Stream:
@@ -941,17 +1071,23 @@ def val_batches(data, split, a):
 @torch.no_grad()
 def evaluate(model, vb, prec):
     model.eval()
+    """Mean held-out loss per kind, and chat_args: the chats' loss on the
+    targets inside tool-call arguments alone (what --arg-weight aims at)."""
     res = {}
     for kind, batches in vb.items():
-        tot, n = 0.0, 0
+        tot, n, tot_arg, n_arg = 0.0, 0, 0.0, 0
         for b in batches:
-            k = int(b[2].sum())
-            if k:
+            if bool(b[2].any()):
                 with autocast(prec):
-                    tot += model.loss(*b).item() * k
-                n += k
+                    ce, arg = model.token_losses(*b)
+                tot += ce.sum().item()
+                n += len(ce)
+                tot_arg += ce[arg].sum().item()
+                n_arg += int(arg.sum())
         if n:
             res[kind] = tot / n
+        if n_arg:
+            res[kind + "_args"] = tot_arg / n_arg
     model.train()
     return res
 
@@ -991,8 +1127,9 @@ def token_budget(arrs, end_id):
     (user turns, tool results), as shares of all chat tokens."""
     ids, mask, off = arrs
     system = sum(int(np.argmax(ids[off[d]:off[d + 1]] == end_id)) + 1 for d in range(len(off) - 1))
-    tot, trained = int(off[-1]), int(mask.sum())
+    tot, trained = int(off[-1]), int(np.count_nonzero(mask))
     return {"tokens": tot, "system_block": round(system / tot, 3), "with_loss": round(trained / tot, 3),
+            "arguments": round(int((mask == ARG).sum()) / tot, 3),
             "other_context": round((tot - system - trained) / tot, 3)}
 
 
@@ -1086,7 +1223,7 @@ def train(a):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a, total if total is not None else 1 << 30)
         with autocast(prec):
-            loss = model.loss(*batch)
+            loss = model.loss(*batch, arg_weight=a.arg_weight)
         loss.backward()
         gn = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
         opt.step()
@@ -1215,6 +1352,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--clip", type=float, default=1.0)
+    ap.add_argument("--arg-weight", type=float, default=1.0, metavar="W",
+                    help="loss weight of the targets inside a tool call's arguments JSON (1: every trained "
+                         "target alike; the loss is normalised by the total weight)")
     ap.add_argument("--steps", type=int, default=None, help="cosine length and step limit")
     ap.add_argument("--minutes", type=float, default=110.0, help="wall-clock budget")
     ap.add_argument("--estimate-after", type=int, default=20, help="steps timed before fixing the cosine length")

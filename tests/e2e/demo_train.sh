@@ -2,7 +2,8 @@
 # The demo model's training code (reference/demo, issue 17), not a training
 # run: train.py --check (its model equals reference/spark_ref.py; packed rows
 # and shared-prefix trees give the logits and gradients of their documents
-# one by one), and corpus families (corpus.py --family) that share one tool
+# one by one; tool-call argument spans and their token flags are exact,
+# and --arg-weight 1 is the plain loss), and corpus families (corpus.py --family) that share one tool
 # list and system prompt, split by shared_prefix.py into trees that fit a row
 # and carry no loss in their prefix.
 source "$(dirname "$0")/lib.sh"
