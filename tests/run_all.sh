@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 JOBS=$(nproc 2>/dev/null || echo 2)
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 export EMBER_TEST_MODEL=${EMBER_TEST_MODEL:-models/tiny}
 passed=0
 failed=0
@@ -56,10 +56,12 @@ phase "NEON kernels (aarch64 cross build, under qemu-user)"
 if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
   if make -j"$JOBS" build/neon/test_kernels build/neon/test_kquants >/tmp/ember-build-neon.log 2>&1; then
     record build-neon 0
+    export EMBER_KERNEL_SWEEP=light   # test_kernels: a lighter SIMD sweep where emulated
     run_cases "neon:test_kernels" qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kernels
     run_cases "neon-a53:test_kernels" env QEMU_CPU=cortex-a53 \
       qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kernels
     run_cases "neon:test_kquants" qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kquants
+    unset EMBER_KERNEL_SWEEP
   else cat /tmp/ember-build-neon.log; record build-neon 1; fi
 else
   echo "SKIP neon kernels: aarch64-linux-gnu-gcc or qemu-aarch64 missing (scripts/setup.sh installs them)"
@@ -68,7 +70,7 @@ fi
 phase "unit tests under ASan+UBSan"
 if make -j"$JOBS" SAN=1 all tests >/tmp/ember-build-san.log 2>&1; then
   record build-san 0
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 EMBER_KERNEL_SWEEP=light
   for t in build-san/tests/test_*; do [ -x "$t" ] && run_cases "san:$(basename "$t")" "$t"; done
   # the CLI's error paths, a parity run, text generation and chat, a GGUF
   # as the whole model, and the TTS codes, the speech decoder and `ember
@@ -76,7 +78,7 @@ if make -j"$JOBS" SAN=1 all tests >/tmp/ember-build-san.log 2>&1; then
   for t in cli_errors parity_committed text_cli gguf_model tts_codes code2wav tts serve_speech; do
     run_cases "san:$t" env EMBER=build-san/ember "tests/e2e/$t.sh"
   done
-  unset ASAN_OPTIONS UBSAN_OPTIONS
+  unset ASAN_OPTIONS UBSAN_OPTIONS EMBER_KERNEL_SWEEP
 else cat /tmp/ember-build-san.log; record build-san 1; fi
 
 phase "end-to-end"

@@ -322,6 +322,17 @@ static int simd_case(const ek_kernel_set *k, et_dtype dt, int64_t R, int64_t C, 
  * leave every SIMD tail for the float formats and 1..20 blocks (and 65, past
  * the 64-block packing chunk, and 161, past the quads' 160) for the block
  * formats. */
+/* Block counts tried per (rows, tokens) pair. EMBER_KERNEL_SWEEP=light (what
+ * tests/run_all.sh sets for the emulated NEON runs and the sanitizer run,
+ * where each case costs 5-10x) tries one instead of two; the pairs, formats
+ * and the cycle through every block count stay, and the native run keeps
+ * the whole sweep. */
+static int sweep_block_counts(void)
+{
+    const char *s = getenv("EMBER_KERNEL_SWEEP");
+    return s && strcmp(s, "light") == 0 ? 1 : 2;
+}
+
 static void simd_sets_match_scalar_twin(void)
 {
     static const int64_t rows_list[] = {1, 2, 3, 4, 5, 6, 7, 9, 13, 16, 17, 31, 33, 67};
@@ -329,6 +340,7 @@ static void simd_sets_match_scalar_twin(void)
     static const int64_t cols_float[] = {1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 63, 100, 257, 1000};
     static const int64_t blocks_list[] = {1, 2, 3, 4, 5, 7, 8, 11, 13, 16, 17, 20, 65, 161};
     const ek_kernel_set *sets[4];
+    const int block_counts = sweep_block_counts();
     int n_sets = simd_sets(sets);
     if (!n_sets) printf("  (no SIMD kernel set on this CPU: nothing to compare)\n");
     for (int si = 0; si < n_sets; si++)
@@ -343,7 +355,7 @@ static void simd_sets_match_scalar_twin(void)
                     /* big tokens x big rows is slow under the sanitizers and
                      * adds nothing the smaller cases do not cover */
                     if (T > 17 && R > 17 && R != 33) continue;
-                    for (int rep = 0; rep < 2; rep++, pick++) {
+                    for (int rep = 0; rep < block_counts; rep++, pick++) {
                         int64_t nb = blocks_list[pick % (sizeof blocks_list / sizeof *blocks_list)];
                         if (fmt->block > EK_QBLOCK) nb = 1 + nb / 8; /* 256-value super-blocks */
                         int64_t C = fmt->block == 1
