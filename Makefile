@@ -154,6 +154,9 @@ $(BUILD)/tests/onnx_parity: $(BUILD)/tests/onnx/onnx_parity.o $(BUILD)/libember.
 bench: $(BENCH_BIN)
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libember.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# takes weight types by the CLI's names (tools/cli_common.c)
+$(BUILD)/bench/quant_quality: $(BUILD)/bench/quant_quality.o $(BUILD)/tools/cli_common.o $(BUILD)/libember.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # libFuzzer targets: one binary per fuzz/fuzz_*.c, linked with the library
 # built once with clang's fuzzer instrumentation (-fsanitize=fuzzer-no-link

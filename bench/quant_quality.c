@@ -23,20 +23,13 @@
 
 #include "bench_stats.h"
 #include "ember.h"
+#include "../tools/cli_public.h" /* the weight type names the CLI takes */
 
 typedef struct spec {
     char path[1024];
     ember_type type; /* NONE: as stored */
     const char *type_name;
 } spec;
-
-static const struct {
-    const char *name;
-    ember_type type;
-} TYPES[] = {{"f32", EMBER_TYPE_F32},   {"f16", EMBER_TYPE_F16},   {"bf16", EMBER_TYPE_BF16},
-             {"q8_0", EMBER_TYPE_Q8_0}, {"q4_0", EMBER_TYPE_Q4_0}, {"q2_k", EMBER_TYPE_Q2_K},
-             {"q3_k", EMBER_TYPE_Q3_K}, {"q4_k", EMBER_TYPE_Q4_K}, {"q5_k", EMBER_TYPE_Q5_K},
-             {"q6_k", EMBER_TYPE_Q6_K}, {"iq4_nl", EMBER_TYPE_IQ4_NL}, {"iq4_xs", EMBER_TYPE_IQ4_XS}};
 
 static int parse_spec(const char *arg, spec *s)
 {
@@ -48,13 +41,9 @@ static int parse_spec(const char *arg, spec *s)
     s->type = EMBER_TYPE_NONE;
     s->type_name = "as stored";
     if (!at) return 0;
-    for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES; i++)
-        if (!strcmp(at + 1, TYPES[i].name)) {
-            s->type = TYPES[i].type;
-            s->type_name = TYPES[i].name;
-            return 0;
-        }
-    return 1;
+    if (cli_parse_type(at + 1, &s->type)) return 1;
+    s->type_name = cli_type_name(s->type);
+    return 0;
 }
 
 /* log-softmax of x into out (doubles: the KL sums are small differences) */
