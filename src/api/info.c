@@ -68,6 +68,7 @@ ember_status ember_build_info(char **json)
          add_flag(c, "avx512f", cpu.avx512f) && add_flag(c, "avx512bw", cpu.avx512bw) &&
          add_flag(c, "avx512vl", cpu.avx512vl) && add_flag(c, "avx512vnni", cpu.avx512vnni) &&
          add_flag(c, "avx512bf16", cpu.avx512bf16) && add_flag(c, "avxvnni", cpu.avxvnni) &&
+         add_flag(c, "avx512_full_width", ek_cpu_zmm_full_width()) &&
          add_flag(c, "neon", cpu.neon) && add_flag(c, "dotprod", cpu.dotprod);
     char *text = ok ? cJSON_Print(o) : NULL;
     cJSON_Delete(o);

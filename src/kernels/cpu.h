@@ -13,4 +13,9 @@ typedef struct ek_cpu {
 
 ek_cpu ek_cpu_detect(void);
 
+/* Whether 512-bit vpdpbusd issues at the rate of 256-bit ones (full-width
+ * AVX-512 datapaths) rather than as two halves; measured (cpu_width.c),
+ * false without AVX-512 VNNI. */
+bool ek_cpu_zmm_full_width(void);
+
 #endif

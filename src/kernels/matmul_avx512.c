@@ -24,7 +24,9 @@
  *    all lanes then feeds one vpdpbusd per 16 tokens (a 4-row x 32-token
  *    tile: each loaded weight byte serves 32 tokens, each packed activation
  *    vector 4 rows), and no horizontal reduction is ever needed. Above
- *    PAIR_MAX_TOKENS tokens.
+ *    PAIR_MAX_TOKENS tokens, in the row layout and in the rows8 layout the
+ *    loader repacks Q8_0/Q4_0 into (rows8.h; there 8 rows x 32 tokens a
+ *    tile) where the CPU runs 512-bit vpdpbusd at full width.
  *
  * vpdpbusd multiplies unsigned by signed bytes. The activations stay signed;
  * the weights are made unsigned by an offset (Q8_0: w + 128 via xor 0x80;
@@ -40,6 +42,7 @@ const ek_kernel_set *ek_kernels_avx512(void);
 #include <stdalign.h>
 #include <string.h>
 
+#include "kernels/cpu.h"
 #include "kernels/formats.h"
 #include "kernels/kquants.h"
 #include "kernels/rows8.h"
@@ -333,7 +336,7 @@ enum { PK_VEC = 64, PK_CORR = 8, PK_SCALE = 9, PK_BYTES = 10 * PK_VEC };
  * fewer rows to fit the registers, and measured ~15% slower). Blocks are
  * packed PK_KC at a time: 64 x 2 x 640 B = 80 KiB on the stack, which sits
  * in L2 while every row of the call passes over it. */
-enum { PK_KC = 64, PK_MAX_G = 2 };
+enum { PK_KC = 64, PK_MAX_G = 2, QPK_MAX_R = 8 };
 
 static TARGET void pack_x(uint8_t *xp, const char *x, size_t xs, int nt, int G, int64_t b0,
                           int64_t nb, int off_shift)
@@ -366,67 +369,82 @@ static TARGET void pack_x(uint8_t *xp, const char *x, size_t xs, int nt, int G, 
 
 /* R rows x 16G tokens over nb packed blocks into tile[i][t]. Per block: int32
  * accumulators start at the offset correction, take 8 vpdpbusd each (one
- * per weight dword), then are scaled by d_w * d_x into fp32. */
+ * per weight dword), then are scaled by d_w * d_x into fp32.
+ * vpdpbusd has a latency of ~4 cycles and two issue a cycle (Zen 5), so a
+ * tile needs >= 8 independent int32 chains; the fp32 sums live in `tile`
+ * (L1), not in registers, which leaves room for R * G = 16 of them. */
 INLINE void qpk_tile(float *tile, const char *w, size_t rb, int64_t r, const uint8_t *xp,
-                     int64_t b0, int64_t nb, const int R, const int G, const int q4)
+                     int64_t b0, int64_t nb, const int R, const int G, const int q4, const int r8)
 {
-    __m512 acc[6][PK_MAX_G];
-    _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+    __m512 acc[QPK_MAX_R][PK_MAX_G];
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)
         _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) acc[i][g] = _mm512_setzero_ps();
     const size_t bb = q4 ? sizeof(ek_block_q4_0) : sizeof(ek_block_q8_0);
-    const char *wb = w + (size_t)r * rb + (size_t)b0 * bb;
+    /* Where row r + i's block starts (its scale), how far its dword k is
+     * from there, and the step to the next block: in the row layout each
+     * row is its own run of blocks; in rows8 (rows8.h) a block of 8 rows
+     * holds their 8 scales and then vector k = dword k of each row. */
+    const int j0 = r8 ? (int)(r % EK_ROWS8) : 0;
+    const char *wb = r8 ? w + (size_t)(r - j0) * rb + (size_t)b0 * EK_ROWS8 * bb
+                        : w + (size_t)r * rb + (size_t)b0 * bb;
+    const size_t step = r8 ? EK_ROWS8 * bb : bb;
+#define QPK_SCALE(i) (r8 ? wb + 2 * (j0 + (i)) : wb + (size_t)(i) * rb)
+#define QPK_DWORD(i, k) (r8 ? wb + EK_ROWS8_SCALES + 32 * (k) + 4 * (j0 + (i)) : wb + (size_t)(i) * rb + 2 + 4 * (k))
     const __m512i m80 = _mm512_set1_epi8((char)0x80), m0f = _mm512_set1_epi8(0x0f);
-    for (int64_t b = 0; b < nb; b++, wb += bb) {
+    for (int64_t b = 0; b < nb; b++, wb += step) {
         const uint8_t *xb = xp + (size_t)b * G * PK_BYTES;
-        __m512i ia[6][PK_MAX_G];
-        _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
-            _Pragma("GCC unroll 2") for (int g = 0; g < G; g++)
-                ia[i][g] = _mm512_load_si512((const __m512i *)(xb + g * PK_BYTES + PK_CORR * PK_VEC));
+#define QPK_X(g, v) _mm512_load_si512((const __m512i *)(xb + (g) * PK_BYTES + (v) * PK_VEC))
+        __m512i ia[QPK_MAX_R][PK_MAX_G];
+        _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)
+            _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) ia[i][g] = QPK_X(g, PK_CORR);
         if (!q4) {
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
-                __m512i wv[6];
-                _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
-                    wv[i] = _mm512_xor_si512(
-                        _mm512_set1_epi32((int)ld32(wb + (size_t)i * rb + 2 + 4 * k)), m80);
-                _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
-                    __m512i xv = _mm512_load_si512((const __m512i *)(xb + g * PK_BYTES + k * PK_VEC));
-                    _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
-                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], wv[i], xv);
+                __m512i xv[PK_MAX_G];
+                _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) xv[g] = QPK_X(g, k);
+                _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
+                    /* rows8 stores Q8_0 as q + 128 already */
+                    __m512i wv = _mm512_set1_epi32((int)ld32(QPK_DWORD(i, k)));
+                    if (!r8) wv = _mm512_xor_si512(wv, m80);
+                    _Pragma("GCC unroll 2") for (int g = 0; g < G; g++)
+                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], wv, xv[g]);
                 }
             }
         } else {
             /* dword k of qs: low nibbles are elements 4k.., high ones 16+4k.. */
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-                __m512i lo[6], hi[6];
-                _Pragma("GCC unroll 6") for (int i = 0; i < R; i++) {
-                    __m512i v = _mm512_set1_epi32((int)ld32(wb + (size_t)i * rb + 2 + 4 * k));
-                    lo[i] = _mm512_and_si512(v, m0f);
-                    hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
-                }
+                __m512i xl[PK_MAX_G], xh[PK_MAX_G];
                 _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
-                    __m512i xl = _mm512_load_si512((const __m512i *)(xb + g * PK_BYTES + k * PK_VEC));
-                    __m512i xh =
-                        _mm512_load_si512((const __m512i *)(xb + g * PK_BYTES + (k + 4) * PK_VEC));
-                    _Pragma("GCC unroll 6") for (int i = 0; i < R; i++) {
-                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], lo[i], xl);
-                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], hi[i], xh);
+                    xl[g] = QPK_X(g, k);
+                    xh[g] = QPK_X(g, k + 4);
+                }
+                _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
+                    __m512i v = _mm512_set1_epi32((int)ld32(QPK_DWORD(i, k)));
+                    __m512i lo = _mm512_and_si512(v, m0f);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+                    _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
+                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], lo, xl[g]);
+                        ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], hi, xh[g]);
                     }
                 }
             }
         }
-        __m512 dw[6];
-        _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
-            dw[i] = _mm512_cvtph_ps(_mm256_set1_epi16((short)ld16(wb + (size_t)i * rb)));
-        _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
-            __m512 dx = _mm512_load_ps(xb + g * PK_BYTES + PK_SCALE * PK_VEC);
-            _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
-                acc[i][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i][g]), _mm512_mul_ps(dw[i], dx),
-                                            acc[i][g]);
+        __m512 dx[PK_MAX_G];
+        _Pragma("GCC unroll 2") for (int g = 0; g < G; g++)
+            dx[g] = _mm512_load_ps(xb + g * PK_BYTES + PK_SCALE * PK_VEC);
+        _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
+            __m512 dw = _mm512_cvtph_ps(_mm256_set1_epi16((short)ld16(QPK_SCALE(i))));
+            _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
+                acc[i][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i][g]),
+                                                   _mm512_mul_ps(dw, dx[g]), acc[i][g]);
+            }
         }
+#undef QPK_X
     }
-    _Pragma("GCC unroll 6") for (int i = 0; i < R; i++)
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)
         _Pragma("GCC unroll 2") for (int g = 0; g < G; g++)
             _mm512_store_ps(tile + i * 64 + g * 16, acc[i][g]);
+#undef QPK_SCALE
+#undef QPK_DWORD
 }
 
 typedef void (*qpk_fn)(float *tile, const char *w, size_t rb, int64_t r, const uint8_t *xp,
@@ -435,20 +453,29 @@ typedef void (*qpk_fn)(float *tile, const char *w, size_t rb, int64_t r, const u
  * R*G int32 and R*G fp32 accumulators plus the broadcast weights. */
 static const int qpk_rows[PK_MAX_G + 1] = {0, 6, 4};
 
-#define QPK(R, G, Q4)                                                                         \
-    static TARGET void qpk_##R##_##G##_##Q4(float *tile, const char *w, size_t rb, int64_t r,  \
-                                            const uint8_t *xp, int64_t b0, int64_t nb)        \
-    {                                                                                         \
-        qpk_tile(tile, w, rb, r, xp, b0, nb, R, G, Q4);                                       \
+#define QPK(R, G, Q4, R8)                                                                       \
+    static TARGET void qpk_##R##_##G##_##Q4##_##R8(float *tile, const char *w, size_t rb,       \
+                                                   int64_t r, const uint8_t *xp, int64_t b0,    \
+                                                   int64_t nb)                                  \
+    {                                                                                           \
+        qpk_tile(tile, w, rb, r, xp, b0, nb, R, G, Q4, R8);                                     \
     }
-QPK(6, 1, 0) QPK(4, 2, 0) QPK(1, 1, 0) QPK(1, 2, 0)
-QPK(6, 1, 1) QPK(4, 2, 1) QPK(1, 1, 1) QPK(1, 2, 1)
+QPK(6, 1, 0, 0) QPK(4, 2, 0, 0) QPK(1, 1, 0, 0) QPK(1, 2, 0, 0)
+QPK(6, 1, 1, 0) QPK(4, 2, 1, 0) QPK(1, 1, 1, 0) QPK(1, 2, 1, 0)
+QPK(8, 1, 0, 1) QPK(8, 2, 0, 1) QPK(8, 1, 1, 1) QPK(8, 2, 1, 1)
 
 /* [q4][G - 1][full tile, single row] */
 static const qpk_fn qpk_table[2][PK_MAX_G][2] = {
-    {{qpk_6_1_0, qpk_1_1_0}, {qpk_4_2_0, qpk_1_2_0}},
-    {{qpk_6_1_1, qpk_1_1_1}, {qpk_4_2_1, qpk_1_2_1}},
+    {{qpk_6_1_0_0, qpk_1_1_0_0}, {qpk_4_2_0_0, qpk_1_2_0_0}},
+    {{qpk_6_1_1_0, qpk_1_1_1_0}, {qpk_4_2_1_0, qpk_1_2_1_0}},
 };
+/* The same over the rows8 layout, whose row ranges are whole groups of 8:
+ * no single-row tile is ever needed (the tile sizes divide 8). */
+static const qpk_fn qpk_r8_table[2][PK_MAX_G][2] = {
+    {{qpk_8_1_0_1, NULL}, {qpk_8_2_0_1, NULL}},
+    {{qpk_8_1_1_1, NULL}, {qpk_8_2_1_1, NULL}},
+};
+static const int qpk_r8_rows[PK_MAX_G + 1] = {0, 8, 8};
 
 /* ---- Q8_0 / Q4_0, a few tokens (batched decode): pairs ------------------- */
 
@@ -574,14 +601,20 @@ static const int qpair_rows[PR_MAX_G + 1] = {0, 4, 4, 4, 4};
 typedef struct pk_layout {
     int group;      /* tokens per group: 16 or 4 */
     int max_groups; /* per pass */
-    int kc;         /* blocks packed at a time (the buffer holds PK_BUF bytes) */
+    int kc;         /* blocks packed at a time (a pass holds PK_BUF / PK_SPAN bytes) */
     void (*pack)(uint8_t *xp, const char *x, size_t xs, int nt, int G, int64_t b0, int64_t nb,
                  int off_shift);
     const qpk_fn *tiles; /* [q4][G - 1][full tile, single row], flattened */
     const int *rows;     /* rows per full tile, by G */
 } pk_layout;
 
-enum { PK_BUF = PK_KC * PK_MAX_G * PK_BYTES };
+/* A span of up to PK_SPAN passes is packed at once, and each panel of
+ * weight rows meets all of its passes before the next panel: the panel
+ * (48 rows x PK_KC blocks, ~104 KiB of Q8_0) stays in L2 across them, so a
+ * matrix is read from memory once per span, not once per pass (a 6144x2048
+ * Q8_0 matrix is 13 MB, more than the L3 keeps between passes). */
+enum { PK_SPAN = 2 };
+enum { PK_BUF = PK_SPAN * PK_KC * PK_MAX_G * PK_BYTES }; /* 160 KiB on the stack */
 
 /* Tiles are gathered per panel of PK_PANEL rows into a token-major buffer
  * and written to y one contiguous run per token. Writing each 4x32 tile
@@ -590,44 +623,51 @@ enum { PK_BUF = PK_KC * PK_MAX_G * PK_BYTES };
  * of a tile share one L1 set and every scalar store misses. */
 enum { PK_PANEL = 48 }; /* a multiple of every qpk_rows[] and qpair_rows[] */
 
-/* Passes of up to group * max_groups tokens. */
+/* Spans of up to PK_SPAN passes of up to group * max_groups tokens. */
 static TARGET void gemm_q_packed(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
                                  int64_t r1, const char *x, size_t xs, int nt, int q4,
                                  const pk_layout *L)
 {
     alignas(64) uint8_t xp[PK_BUF];
-    alignas(64) float tile[6 * 64];
+    alignas(64) float tile[QPK_MAX_R * 64];
     alignas(64) float panel[16 * PK_MAX_G * PK_PANEL];
-    size_t rb = ek_row_bytes(w->dtype, w->cols);
-    int64_t nbt = w->cols / EK_QBLOCK;
-    int per_pass = L->group * L->max_groups;
-    for (int t0 = 0; t0 < nt; t0 += per_pass) {
-        int T = nt - t0 < per_pass ? nt - t0 : per_pass;
-        int G = (T + L->group - 1) / L->group, R = L->rows[G];
-        const qpk_fn *tiles = L->tiles + ((size_t)q4 * L->max_groups + (size_t)(G - 1)) * 2;
-        const char *xt = x + (size_t)t0 * xs;
-        float *yt = y + (int64_t)t0 * ys;
+    const size_t rb = ek_row_bytes(w->dtype, w->cols), pass_bytes = PK_BUF / PK_SPAN;
+    const int64_t nbt = w->cols / EK_QBLOCK;
+    const int per_pass = L->group * L->max_groups;
+    for (int s0 = 0; s0 < nt; s0 += PK_SPAN * per_pass) {
+        const int span = nt - s0 < PK_SPAN * per_pass ? nt - s0 : PK_SPAN * per_pass;
+        const int passes = (span + per_pass - 1) / per_pass;
         for (int64_t b0 = 0; b0 < nbt; b0 += L->kc) {
-            int64_t nb = nbt - b0 < L->kc ? nbt - b0 : L->kc;
-            L->pack(xp, xt, xs, T, G, b0, nb, q4 ? 3 : 7);
+            const int64_t nb = nbt - b0 < L->kc ? nbt - b0 : L->kc;
+            for (int p = 0; p < passes; p++) {
+                const int t0 = s0 + p * per_pass, T = nt - t0 < per_pass ? nt - t0 : per_pass;
+                L->pack(xp + (size_t)p * pass_bytes, x + (size_t)t0 * xs, xs, T,
+                        (T + L->group - 1) / L->group, b0, nb, q4 ? 3 : 7);
+            }
             for (int64_t rp = r0; rp < r1; rp += PK_PANEL) {
-                int64_t rend = r1 - rp < PK_PANEL ? r1 : rp + PK_PANEL;
-                int width = (int)(rend - rp);
-                for (int64_t r = rp; r < rend;) {
-                    int full = rend - r >= R, n = full ? R : 1;
-                    tiles[!full](tile, w->data, rb, r, xp, b0, nb);
-                    for (int i = 0; i < n; i++)
-                        for (int t = 0; t < T; t++)
-                            panel[t * PK_PANEL + (r - rp) + i] = tile[i * 64 + t];
-                    r += n;
-                }
-                for (int t = 0; t < T; t++) {
-                    float *o = &yt[t * ys + rp];
-                    const float *p = &panel[t * PK_PANEL];
-                    if (b0)
-                        for (int j = 0; j < width; j++) o[j] += p[j];
-                    else
-                        memcpy(o, p, (size_t)width * sizeof *o);
+                const int64_t rend = r1 - rp < PK_PANEL ? r1 : rp + PK_PANEL;
+                const int width = (int)(rend - rp);
+                for (int p = 0; p < passes; p++) {
+                    const int t0 = s0 + p * per_pass, T = nt - t0 < per_pass ? nt - t0 : per_pass;
+                    const int G = (T + L->group - 1) / L->group, R = L->rows[G];
+                    const qpk_fn *tiles =
+                        L->tiles + ((size_t)q4 * L->max_groups + (size_t)(G - 1)) * 2;
+                    for (int64_t r = rp; r < rend;) {
+                        const int full = rend - r >= R, n = full ? R : 1;
+                        tiles[!full](tile, w->data, rb, r, xp + (size_t)p * pass_bytes, b0, nb);
+                        for (int i = 0; i < n; i++)
+                            for (int t = 0; t < T; t++)
+                                panel[t * PK_PANEL + (r - rp) + i] = tile[i * 64 + t];
+                        r += n;
+                    }
+                    for (int t = 0; t < T; t++) {
+                        float *o = &y[(int64_t)(t0 + t) * ys + rp];
+                        const float *pp = &panel[t * PK_PANEL];
+                        if (b0)
+                            for (int j = 0; j < width; j++) o[j] += pp[j];
+                        else
+                            memcpy(o, pp, (size_t)width * sizeof *o);
+                    }
                 }
             }
         }
@@ -635,7 +675,10 @@ static TARGET void gemm_q_packed(float *y, int64_t ys, const ek_matrix *w, int64
 }
 
 static const pk_layout pk_sixteens = {16, PK_MAX_G, PK_KC, pack_x, &qpk_table[0][0][0], qpk_rows};
-static const pk_layout pk_pairs = {2, PR_MAX_G, PK_BUF / (PR_MAX_G * PR_BYTES), pack_pairs,
+static const pk_layout pk_sixteens_r8 = {16, PK_MAX_G, PK_KC, pack_x, &qpk_r8_table[0][0][0],
+                                         qpk_r8_rows};
+static const pk_layout pk_pairs = {2, PR_MAX_G, PK_BUF / (PK_SPAN * PR_MAX_G * PR_BYTES),
+                                   pack_pairs,
                                    &qpair_table[0][0][0], qpair_rows};
 
 /* Token counts: the row tiles below PAIR_MIN_TOKENS, pairs up to
@@ -661,17 +704,34 @@ static TARGET void gemm_q(float *y, int64_t ys, const ek_matrix *w, int64_t r0, 
         gemm_q8_0_rows(y, ys, w, r0, r1, x, xs, nt);
 }
 
-static TARGET void gemm_q8_0(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
-                             const void *x, size_t xs, int nt)
+/* The rows8 layout (rows8.h): few tokens stream it with the interleaved
+ * kernels of matmul_rows8_avx512.c; many (prefill) take the same 512-bit
+ * token-major tiles as the row layout, reading each row's dwords where
+ * rows8 puts them. Measured on Zen 5 (1.7B shapes 6144x2048, 2048x6144,
+ * 2560x2048, 128 tokens, one thread, in one process alternating): the
+ * interleaved 256-bit tiles 285-311 GOP/s, these 408-581. */
+static TARGET void gemm_q_r8(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                             const void *x, size_t xs, int nt, int q4)
 {
-    gemm_q(y, ys, w, r0, r1, x, xs, nt, 0);
+    if (nt > PAIR_MAX_TOKENS)
+        gemm_q_packed(y, ys, w, r0, r1, x, xs, nt, q4, &pk_sixteens_r8);
+    else if (q4)
+        ek_gemm_rows8_q4_0_avx512(y, ys, w, r0, r1, x, xs, nt);
+    else
+        ek_gemm_rows8_q8_0_avx512(y, ys, w, r0, r1, x, xs, nt);
 }
 
-static TARGET void gemm_q4_0(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
-                             const void *x, size_t xs, int nt)
-{
-    gemm_q(y, ys, w, r0, r1, x, xs, nt, 1);
-}
+/* The ek_gemm_fn entry points: one per format and layout. */
+#define Q_GEMM(NAME, IMPL, Q4)                                                                   \
+    static TARGET void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,   \
+                            const void *x, size_t xs, int nt)                                   \
+    {                                                                                           \
+        IMPL(y, ys, w, r0, r1, x, xs, nt, Q4);                                                  \
+    }
+Q_GEMM(gemm_q8_0, gemm_q, 0)
+Q_GEMM(gemm_q4_0, gemm_q, 1)
+Q_GEMM(gemm_r8_q8_0, gemm_q_r8, 0)
+Q_GEMM(gemm_r8_q4_0, gemm_q_r8, 1)
 
 /* ---- activation quantization -------------------------------------------- */
 
@@ -742,30 +802,42 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
     }
 }
 
-static const ek_kernel_set avx512_set = {
-    "avx512",
-    {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
-     [ET_Q4_0] = gemm_q4_0, [ET_Q2_K] = ek_gemm_kquant_avx512, [ET_Q3_K] = ek_gemm_kquant_avx512,
-     [ET_Q6_K] = ek_gemm_kquant_avx512, [ET_IQ4_XS] = ek_gemm_kquant_avx512, [ET_IQ4_NL] = ek_gemm_kquant_avx512,
-     /* measured faster for the per-32-scale types (2 threads, 6144x2048 decode:
-      * Q4_K 34.9 vs 18.5 GB/s, Q5_K 32.8 vs 23.5): integer scales in
-      * vpmaddwd beat this engine's per-lane float scaling there */
-     [ET_Q4_K] = ek_gemm_kquant_avx2, [ET_Q5_K] = ek_gemm_kquant_avx2},
-    quantize_q8_0,
-    dot_f32_avx512,
-    axpy_f32_avx512,
-    ek_attn_scores_avx512,
-    ek_attn_accum_avx512,
-    ek_exp_sum_avx512,
-    ek_glu_avx512,
-    {[ET_F16] = ek_f16_to_f32_avx512, [ET_BF16] = ek_bf16_to_f32_avx512,
-     [ET_Q8_0] = ek_q8_0_to_f32_avx512},
-    {[EK_CONV_F32] = ek_conv_f32_avx512, [EK_CONV_BF16] = ek_conv_bf16_avx512},
-    ek_snake_avx512,
-    {[ET_Q8_0] = ek_gemm_rows8_q8_0_avx512, [ET_Q4_0] = ek_gemm_rows8_q4_0_avx512},
-};
+/* The two avx512 sets differ only in the interleaved layout's prefill: the
+ * 512-bit token-major tiles where the CPU runs 512-bit vpdpbusd at full
+ * width, the 256-bit interleaved tiles where it splits them in halves
+ * (ek_cpu_zmm_full_width measures which). */
+#define AVX512_SET(NAME, GEMM_R8_Q8_0, GEMM_R8_Q4_0)                                          \
+    static const ek_kernel_set NAME = {                                                       \
+        "avx512",                                                                             \
+        {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                     \
+         [ET_Q8_0] = gemm_q8_0, [ET_Q4_0] = gemm_q4_0,                                        \
+         [ET_Q2_K] = ek_gemm_kquant_avx512, [ET_Q3_K] = ek_gemm_kquant_avx512,                \
+         [ET_Q6_K] = ek_gemm_kquant_avx512, [ET_IQ4_XS] = ek_gemm_kquant_avx512,              \
+         [ET_IQ4_NL] = ek_gemm_kquant_avx512,                                                 \
+         /* measured faster for the per-32-scale types (2 threads, 6144x2048                  \
+          * decode: Q4_K 34.9 vs 18.5 GB/s, Q5_K 32.8 vs 23.5): integer scales                \
+          * in vpmaddwd beat this engine's per-lane float scaling there */                    \
+         [ET_Q4_K] = ek_gemm_kquant_avx2, [ET_Q5_K] = ek_gemm_kquant_avx2},                   \
+        quantize_q8_0,                                                                        \
+        dot_f32_avx512,                                                                       \
+        axpy_f32_avx512,                                                                      \
+        ek_attn_scores_avx512,                                                                \
+        ek_attn_accum_avx512,                                                                 \
+        ek_exp_sum_avx512,                                                                    \
+        ek_glu_avx512,                                                                        \
+        {[ET_F16] = ek_f16_to_f32_avx512, [ET_BF16] = ek_bf16_to_f32_avx512,                  \
+         [ET_Q8_0] = ek_q8_0_to_f32_avx512},                                                  \
+        {[EK_CONV_F32] = ek_conv_f32_avx512, [EK_CONV_BF16] = ek_conv_bf16_avx512},           \
+        ek_snake_avx512,                                                                      \
+        {[ET_Q8_0] = GEMM_R8_Q8_0, [ET_Q4_0] = GEMM_R8_Q4_0},                                 \
+    };
+AVX512_SET(avx512_set, gemm_r8_q8_0, gemm_r8_q4_0)
+AVX512_SET(avx512_split_set, ek_gemm_rows8_q8_0_avx512, ek_gemm_rows8_q4_0_avx512)
 
-const ek_kernel_set *ek_kernels_avx512(void) { return &avx512_set; }
+const ek_kernel_set *ek_kernels_avx512(void)
+{
+    return ek_cpu_zmm_full_width() ? &avx512_set : &avx512_split_set;
+}
 
 #else /* not x86-64 */
 const ek_kernel_set *ek_kernels_avx512(void) { return NULL; }

@@ -19,7 +19,9 @@
  * the hardware prefetcher follows at full speed; the tokens go two at a time
  * over each group while it sits in L1. More tokens (prefill) walk panels of
  * 4 groups in chunks of blocks that fit L1, two tokens per tile, each weight
- * vector serving 8 dot products.
+ * vector serving 8 dot products; that path serves CPUs that split 512-bit
+ * operations in halves (Zen 4), while full-width ones take matmul_avx512.c's
+ * 512-bit token-major tiles for prefill (ek_cpu_zmm_full_width).
  * 256-bit vectors: on Zen 4, 512-bit operations run as two halves, and
  * 256 bits keep the same code valid for a future AVX-VNNI (VEX) set. */
 #include "kernels/rows8.h"
