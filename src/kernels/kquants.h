@@ -131,6 +131,11 @@ void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w
 
 /* The AVX2 twin (kquants_avx2.c: vpmaddubsw, no VNNI): only for CPUs the
  * avx2 set runs on. */
+/* The AVX-512 prefill engine (kquants_prefill_avx512.c): token-major tiles
+ * for many tokens; it covers the 256-value types (not IQ4_NL). */
+int ek_kquant_prefill_avx512_covers(et_dtype dtype);
+void ek_gemm_kquant_prefill_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0,
+                                   int64_t r1, const void *x, size_t x_stride, int n_tokens);
 void ek_gemm_kquant_avx2(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                          const void *x, size_t x_stride, int n_tokens);
 

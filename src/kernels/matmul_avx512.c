@@ -721,6 +721,22 @@ static TARGET void gemm_q_r8(float *y, int64_t ys, const ek_matrix *w, int64_t r
         ek_gemm_rows8_q8_0_avx512(y, ys, w, r0, r1, x, xs, nt);
 }
 
+/* K-quants: the decode engines up to PAIR_MAX_TOKENS tokens, the
+ * token-major prefill tiles above (kquants_prefill_avx512.c). Q4_K and Q5_K
+ * decode on the avx2 engine: measured faster for the per-32-scale types (2
+ * threads, 6144x2048: Q4_K 34.9 vs 18.5 GB/s, Q5_K 32.8 vs 23.5), integer
+ * scales in vpmaddwd beating the avx512 engine's per-lane float scaling. */
+static TARGET void gemm_kq(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                           const void *x, size_t xs, int nt)
+{
+    if (nt > PAIR_MAX_TOKENS && ek_kquant_prefill_avx512_covers(w->dtype))
+        ek_gemm_kquant_prefill_avx512(y, ys, w, r0, r1, x, xs, nt);
+    else if (w->dtype == ET_Q4_K || w->dtype == ET_Q5_K)
+        ek_gemm_kquant_avx2(y, ys, w, r0, r1, x, xs, nt);
+    else
+        ek_gemm_kquant_avx512(y, ys, w, r0, r1, x, xs, nt);
+}
+
 /* The ek_gemm_fn entry points: one per format and layout. */
 #define Q_GEMM(NAME, IMPL, Q4)                                                                   \
     static TARGET void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,   \
@@ -811,13 +827,8 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
         "avx512",                                                                             \
         {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                     \
          [ET_Q8_0] = gemm_q8_0, [ET_Q4_0] = gemm_q4_0,                                        \
-         [ET_Q2_K] = ek_gemm_kquant_avx512, [ET_Q3_K] = ek_gemm_kquant_avx512,                \
-         [ET_Q6_K] = ek_gemm_kquant_avx512, [ET_IQ4_XS] = ek_gemm_kquant_avx512,              \
-         [ET_IQ4_NL] = ek_gemm_kquant_avx512,                                                 \
-         /* measured faster for the per-32-scale types (2 threads, 6144x2048                  \
-          * decode: Q4_K 34.9 vs 18.5 GB/s, Q5_K 32.8 vs 23.5): integer scales                \
-          * in vpmaddwd beat this engine's per-lane float scaling there */                    \
-         [ET_Q4_K] = ek_gemm_kquant_avx2, [ET_Q5_K] = ek_gemm_kquant_avx2},                   \
+         [ET_Q2_K] = gemm_kq, [ET_Q3_K] = gemm_kq, [ET_Q4_K] = gemm_kq, [ET_Q5_K] = gemm_kq,  \
+         [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = ek_gemm_kquant_avx512}, \
         quantize_q8_0,                                                                        \
         dot_f32_avx512,                                                                       \
         axpy_f32_avx512,                                                                      \
