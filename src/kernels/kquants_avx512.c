@@ -93,21 +93,21 @@ INLINE void row_tokens(float *y, int64_t ys, et_dtype dt, const char *row, int64
 {
     const int NA = T == 1 ? 4 : 2;
     __m512 acc[KT][4], cor[KT];
-    for (int t = 0; t < T; t++) {
+    _Pragma("GCC unroll 6") for (int t = 0; t < T; t++) {
         cor[t] = _mm512_setzero_ps();
-        for (int k = 0; k < NA; k++) acc[t][k] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 4") for (int k = 0; k < NA; k++) acc[t][k] = _mm512_setzero_ps();
     }
     const int64_t nb = a->n / EK_QK_K, groups = a->n / 16;
     for (int64_t b = 0; b < nb; b++) {
         kq_unpacked u;
         unpack(dt, row, b, &u);
-        for (int t = 0; t < T; t++) {
+        _Pragma("GCC unroll 6") for (int t = 0; t < T; t++) {
             const float *d16 = a->d16 + (size_t)(t0 + t) * (size_t)groups + 16 * b;
             const float *ds16 = a->ds16 + (size_t)(t0 + t) * (size_t)groups + 16 * b;
             const int8_t *xq = a->q + (size_t)(t0 + t) * (size_t)a->n + (size_t)b * EK_QK_K;
             __m512 s = _mm512_mul_ps(u.scale16, _mm512_loadu_ps(d16));
             cor[t] = _mm512_fmadd_ps(u.corr16, _mm512_loadu_ps(ds16), cor[t]);
-            for (int c = 0; c < 4; c++) {
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
                 __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.w[c],
                                                   _mm512_loadu_si512((const void *)(xq + 64 * c)));
                 acc[t][c % NA] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(group_index(c), s),
