@@ -139,12 +139,19 @@ const char *go_weight_t(go_ctx *o, const char *name, const ek_matrix *w)
     return go_matrix(o, name, cols, rows, o->tmp, 1);
 }
 
-const char *go_vector(go_ctx *o, const char *name, const float *v, int64_t n)
+const char *go_tensor(go_ctx *o, const char *name, int rank, const int64_t *dims, const float *v)
 {
-    if (o->et == OG_FLOAT) return og_init_f32(o->g, name, 1, &n, v);
+    if (o->et == OG_FLOAT) return og_init_f32(o->g, name, rank, dims, v);
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
     uint16_t *h = o->packed;
     for (int64_t i = 0; i < n; i++) h[i] = ek_f32_to_f16(v[i]);
-    return og_init_raw(o->g, name, OG_FLOAT16, 1, &n, h, 2);
+    return og_init_raw(o->g, name, OG_FLOAT16, rank, dims, h, 2);
+}
+
+const char *go_vector(go_ctx *o, const char *name, const float *v, int64_t n)
+{
+    return go_tensor(o, name, 1, &n, v);
 }
 
 const char *go_transpose(go_ctx *o, const char *name, const char *x, int rank, const int64_t *perm)
@@ -166,6 +173,12 @@ const char *go_linear(go_ctx *o, const char *name, const char *x, const ek_matri
 
 const char *go_rmsnorm(go_ctx *o, const char *name, const char *x, const float *w, int64_t n)
 {
+    return go_rmsnorm_to(o, name, NULL, x, w, n);
+}
+
+const char *go_rmsnorm_to(go_ctx *o, const char *name, const char *out, const char *x, const float *w,
+                          int64_t n)
+{
     const int64_t last = -1;
     const og_attr mean_attrs[2] = {{"keepdims", OG_ATTR_INT, 1, 0, NULL, 0},
                                    {"axes", OG_ATTR_INTS, 0, 0, &last, 1}};
@@ -175,7 +188,8 @@ const char *go_rmsnorm(go_ctx *o, const char *name, const char *x, const float *
     const char *in[2] = {sq, axes_input ? og_init_i64(o->g, "axes_last", 1, &last) : NULL};
     const char *ms = og_node(o->g, "ReduceMean", name, axes_input ? 2 : 1, in, axes_input ? 1 : 2, mean_attrs);
     const char *r = go_node1(o, "Reciprocal", name, go_node1(o, "Sqrt", name, go_node2(o, "Add", name, ms, o->eps)));
-    return go_node2(o, "Mul", name, go_node2(o, "Mul", name, x, r), go_vector(o, name, w, n));
+    const char *in2[2] = {go_node2(o, "Mul", name, x, r), go_vector(o, name, w, n)};
+    return out ? og_node_named(o->g, "Mul", out, 2, in2, 0, NULL) : og_node(o->g, "Mul", name, 2, in2, 0, NULL);
 }
 
 const char *go_slice_last(go_ctx *o, const char *x, int64_t from, int64_t to)

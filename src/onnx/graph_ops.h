@@ -41,12 +41,17 @@ const char *go_matrix(go_ctx *o, const char *name, int64_t rows, int64_t cols, c
  * the QDQ forms): x @ W^T is a MatMul with a rank-2 initializer, which QNN
  * lowers to FullyConnected. */
 const char *go_weight_t(go_ctx *o, const char *name, const ek_matrix *w);
+/* A float initializer of any shape in the activations' type (f32 or f16). */
+const char *go_tensor(go_ctx *o, const char *name, int rank, const int64_t *dims, const float *v);
 /* A vector initializer in the activations' type. */
 const char *go_vector(go_ctx *o, const char *name, const float *v, int64_t n);
 /* x @ W^T (+ b), the weight named "<name>.weight_t". */
 const char *go_linear(go_ctx *o, const char *name, const char *x, const ek_matrix *w, const float *b);
 /* x * 1/sqrt(mean(x^2) + eps) * w over the last axis (n wide). */
 const char *go_rmsnorm(go_ctx *o, const char *name, const char *x, const float *w, int64_t n);
+/* The same with its output named `out` (a graph output). */
+const char *go_rmsnorm_to(go_ctx *o, const char *name, const char *out, const char *x, const float *w,
+                          int64_t n);
 const char *go_transpose(go_ctx *o, const char *name, const char *x, int rank, const int64_t *perm);
 /* x[..., from:to] with constant bounds. */
 const char *go_slice_last(go_ctx *o, const char *x, int64_t from, int64_t to);
