@@ -149,6 +149,13 @@ a, b = (open(p, "rb").read() for p in sys.argv[1:3])
 x, y = (np.frombuffer(v[44:], "<i2").astype(np.int32) for v in (a, b))
 sys.exit(0 if a[:44] == b[:44] and len(x) == len(y) > 0 and np.abs(x - y).max() <= 1 else 1)' "$tmp/native.wav" "$tmp/onnx.wav"
     then pass tts_backend_onnx_same_wav; else fail tts_backend_onnx_same_wav; fi
+    # `ember tts-codes --backend onnx:DIR`: the native frames
+    codes() { "$EMBER" tts-codes -m models/tts-tiny --text "Hello from ember." --speaker ryan --greedy \
+              --max-frames 12 --json "$@" 2>/dev/null |
+              $PY -c 'import json, sys; print(json.load(sys.stdin)["frames"])' 2>/dev/null; }
+    native=$(codes); onnx=$(codes --backend "onnx:$tmp/tts" --onnx-runtime "$lib")
+    if [ -n "$native" ] && [ "$native" = "$onnx" ]; then pass tts_codes_backend_onnx_same_frames
+    else fail tts_codes_backend_onnx_same_frames "native: $native" "onnx:   $onnx"; fi
     "$EMBER" export onnx -m models/tts-tiny -o "$tmp/tts30" --context 30 >/dev/null
     expect_error tts_backend_onnx_bucket_end "max_context 30" "$EMBER" tts "${req[@]}" -o "$tmp/c.wav" \
       --backend "onnx:$tmp/tts30" --onnx-runtime "$lib"
