@@ -64,7 +64,8 @@ typedef struct ember_tts_params {
                                 model (ember_export_onnx_tts), on ONNX Runtime's
                                 CPU provider, ember's host loop around them; the
                                 speech decoder stays native. Prompt plus frames
-                                are capped at the graphs' context bucket */
+                                are capped at the graphs' context bucket; the
+                                calibration (above) is neither read nor written */
     const char *onnx_runtime; /* the libonnxruntime for "onnx:DIR" (NULL:
                                 "libonnxruntime.so.1" on the loader's path) */
 } ember_tts_params;

@@ -143,7 +143,12 @@ ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tt
     tts_session_params sp = tts_session_default_params();
     sp.n_threads = t->gen_threads;
     sp.max_context = p->max_text_tokens + p->max_frames + 16;
-    if (p->backend && strcmp(p->backend, "cpu")) sp.onnx_dir = p->backend + 5;
+    if (p->backend && strcmp(p->backend, "cpu")) {
+        sp.onnx_dir = p->backend + 5;
+        /* the cached calibration times this machine's native steps: a run
+         * on the onnx backend neither follows nor refreshes it */
+        t->p.calibration = 0;
+    }
     sp.onnx_runtime = p->onnx_runtime;
     c2w_stream_params cp = c2w_stream_default_params();
     cp.n_threads = t->dec_threads;
@@ -157,8 +162,8 @@ ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tt
     if (!st && !p->codes_only) st = c2w_stream_create(t->dm, &cp, &t->dec);
     if (!st) st = place(t);
     if (!st && p->warm_up) st = warm_up(t);
-    if (!st && p->calibration) read_calibration(t, dir);
-    if (!st && p->calibration) {
+    if (!st && t->p.calibration) read_calibration(t, dir);
+    if (!st && t->p.calibration) {
         t->cap_arrivals = p->max_frames;
         t->arrivals = malloc((size_t)t->cap_arrivals * sizeof *t->arrivals);
         if (!t->arrivals) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
