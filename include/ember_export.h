@@ -58,8 +58,9 @@ ember_status ember_export_onnx(const ember_model *model, const char *dir,
  * input chooses the codebook's lm head, so one static graph serves all 15),
  * weights.onnx.data (both graphs' weights) and manifest.json (every input
  * and output: shape, type, meaning). params->context is the talker's
- * bucket (prompt plus frames); prefill_chunk is not used (prompts run as
- * steps). Forms as above; the int4 form needs widths in multiples of 64.
+ * bucket (prompt plus frames); a prefill_chunk of N adds
+ * talker_prefill.onnx (N prompt rows per run, the talker's caches; 0:
+ * none, prompts run as talker steps). Forms as above; the int4 form needs widths in multiples of 64.
  * Errors as ember_export_onnx. */
 ember_status ember_export_onnx_tts(const ember_tts *tts, const char *dir,
                                    const ember_export_params *params);

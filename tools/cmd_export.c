@@ -30,7 +30,8 @@ static void usage(FILE *f)
                "           rounds the weights through it at load and writes f32\n"
                "  A Qwen3-TTS directory (config.json with a talker_config) gives\n"
                "  DIR/talker.onnx and DIR/predictor.onnx (one step each; --context is the\n"
-               "  talker's bucket, prompt plus frames) instead\n"
+               "  talker's bucket, prompt plus frames) and DIR/talker_prefill.onnx (a chunk\n"
+               "  of prompt rows, --prefill-chunk, default 32 there) instead\n"
                "  --check: list each graph's ops, opset and I/O shapes and fail on anything\n"
                "           outside the QNN HTP allow-list, dynamic dims, int64 indices,\n"
                "           IsNaN/Where guards, Reshape allowzero=1, rank-0 axes\n");
@@ -67,7 +68,11 @@ static int export_tts(const char *model_dir, const char *out, const ember_export
         fprintf(stderr, "ember export: %s\n", ember_last_error());
         return 1;
     }
-    printf("exported the talker step and the code-predictor step (context %d) to %s\n", ep->context, out);
+    if (ep->prefill_chunk)
+        printf("exported the talker step, a %d-row talker prefill chunk and the code-predictor step "
+               "(context %d) to %s\n", ep->prefill_chunk, ep->context, out);
+    else
+        printf("exported the talker step and the code-predictor step (context %d) to %s\n", ep->context, out);
     return 0;
 }
 
@@ -146,8 +151,11 @@ int cmd_export(int argc, char **argv)
         printf("check: PASS\n");
         return 0;
     }
-    if (is_tts_dir(model_dir)) return export_tts(model_dir, out, &ep, mp.weight_type);
+    /* a TTS prompt is some 20 to 100 rows: smaller talker chunks by default */
+    const int tts = is_tts_dir(model_dir);
+    if (tts && !chunk_given) ep.prefill_chunk = 32;
     if (!chunk_given && ep.prefill_chunk > ep.context) ep.prefill_chunk = ep.context;
+    if (tts) return export_tts(model_dir, out, &ep, mp.weight_type);
     ember_model *model;
     if (ember_model_load(model_dir, &mp, &model) != EMBER_OK) {
         fprintf(stderr, "ember export: %s\n", ember_last_error());

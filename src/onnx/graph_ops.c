@@ -221,6 +221,13 @@ const char *go_rope(go_ctx *o, const char *x, const char *cs, const char *sn, in
     return og_node(o->g, "Concat", "rope", parts[2] ? 3 : 2, parts, 1, &axis);
 }
 
+const char *go_masked_chunk(go_ctx *o, const char *scores, const char *shape4, const char *shape3,
+                            const char *mask)
+{
+    const char *x = go_node2(o, "Add", "scores", go_node2(o, "Reshape", "scores", scores, shape4), mask);
+    return go_node2(o, "Reshape", "scores", x, shape3);
+}
+
 const char *go_join(go_ctx *o, const char *s_cache, const char *s_new, const char *past_v,
                     const char *v_new, const char *scale, int64_t S, int64_t T)
 {

@@ -59,6 +59,11 @@ const char *go_slice_last(go_ctx *o, const char *x, int64_t from, int64_t to);
  * with tables cos/sin [.., half]; the rest pass through. */
 const char *go_rope(go_ctx *o, const char *x, const char *cos, const char *sin, int64_t half,
                     int64_t d);
+/* A chunk's additive mask [T, 1, n] joined to scores [KV, T*G, n] through
+ * the view shape4 = [KV, T, G, n] (every query head of a token shares its
+ * token's row), back to shape3 = [KV, T*G, n]. */
+const char *go_masked_chunk(go_ctx *o, const char *scores, const char *shape4, const char *shape3,
+                            const char *mask);
 /* The score-space join: one softmax over the cached slots' scores (masked
  * by the caller) and the new keys' (T of them), scaled by `scale`, then
  * P_cache @ past_v + P_new @ v_new. */

@@ -59,16 +59,6 @@ static const char *rope(step_ctx *s, const char *x, int type)
     return go_rope(&s->o, x, s->cos[type], s->sin[type], s->lay->half[type], s->c->head_dim);
 }
 
-/* A prefill chunk's additive mask [T, 1, n] joined to scores [KV, T*G, n]:
- * through the view [KV, T, G, n] (every query head of a token shares its
- * token's row). */
-static const char *masked_chunk(step_ctx *s, const char *scores, const char *shape4,
-                                const char *shape3, const char *mask)
-{
-    const char *x = node2(s, "Add", "scores", node2(s, "Reshape", "scores", scores, shape4), mask);
-    return node2(s, "Reshape", "scores", x, shape3);
-}
-
 static void attention(step_ctx *s, int li, const char *h, const char **x)
 {
     const spark_config *c = s->c;
@@ -120,8 +110,8 @@ static void attention(step_ctx *s, int li, const char *h, const char **x)
     if (T == 1) {
         s_cache = node2(s, "Add", "scores", s_cache, s->mask[type]);
     } else {
-        s_cache = masked_chunk(s, s_cache, s->shape_s4[type], s->shape_p3[type], s->mask[type]);
-        s_new = masked_chunk(s, s_new, s->shape_n4, s->shape_pn3, s->chunk_mask[type]);
+        s_cache = go_masked_chunk(&s->o, s_cache, s->shape_s4[type], s->shape_p3[type], s->mask[type]);
+        s_new = go_masked_chunk(&s->o, s_new, s->shape_n4, s->shape_pn3, s->chunk_mask[type]);
     }
     const char *o = go_join(&s->o, s_cache, s_new, past_v, v_new, s->scale, S, T);
     if (T > 1) {

@@ -18,12 +18,14 @@
 
 #define IO_NAME 32
 
-/* One graph, its caches and I/O buffers in the graph's element type. */
+/* One graph, its caches and I/O buffers in the graph's element type (the
+ * talker chunk binds the talker step's caches). */
 typedef struct step_run {
     tts_step_layout lay;
     ort_graph *g;
     int32_t pos;
-    void *embedding, *cos, *sin, *mask, *logits, *hidden;
+    int shares_caches;
+    void *embedding, *cos, *sin, *mask, *chunk_mask, *logits, *hidden;
     int32_t *head;
     void **k, **v, **k_new, **v_new; /* per layer */
     float *inv_freq, *cos32, *sin32, *logits32, *hidden32;
@@ -36,7 +38,8 @@ typedef struct step_run {
 struct tts_ort {
     ort_runtime *rt;
     size_t es; /* bytes per float element of the graphs' I/O: 4 or 2 */
-    step_run run[2]; /* TTS_GRAPH_TALKER, TTS_GRAPH_PREDICTOR */
+    step_run run[3]; /* by tts_graph_kind: talker, predictor, talker chunk */
+    int n_runs;      /* 3 when the folder has a talker chunk */
 };
 
 /* One graph entry of the manifest against the model's stack. */
@@ -59,7 +62,7 @@ static ember_status check_graph(const cJSON *graphs, tts_graph_kind kind, const 
 }
 
 static ember_status read_manifest(const tts_config *c, const char *dir, int32_t *context,
-                                  spark_onnx_form *form)
+                                  int32_t *chunk, spark_onnx_form *form)
 {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, EXPORT_MANIFEST) >= sizeof path)
@@ -81,6 +84,14 @@ static ember_status read_manifest(const tts_config *c, const char *dir, int32_t 
     if (!st && (pctx != c->n_groups || pform != *form))
         st = ember_fail(EMBER_ERR_FORMAT, "%s: the predictor graph's context (%d) or form does not "
                         "match the model's %d codebooks and the talker's form", path, pctx, c->n_groups);
+    *chunk = 0;
+    if (!st && manifest_graph(graphs, tts_graph_kind_name(TTS_GRAPH_TALKER_CHUNK))) {
+        st = check_graph(graphs, TTS_GRAPH_TALKER_CHUNK, &c->talker, path, &pctx, &pform);
+        if (!st && (!manifest_int(manifest_graph(graphs, tts_graph_kind_name(TTS_GRAPH_TALKER_CHUNK)), "tokens", chunk) ||
+                    pctx != *context || pform != *form || *chunk < 2 || *chunk > pctx))
+            st = ember_fail(EMBER_ERR_FORMAT, "%s: the talker prefill graph's tokens, context or form do not "
+                            "match the talker's", path);
+    }
     cJSON_Delete(root);
     return st;
 }
@@ -113,29 +124,37 @@ static ember_status run_open(tts_ort *o, step_run *r, const char *dir, int threa
 {
     const tts_stack_config *sc = r->lay.stack;
     const size_t L = (size_t)sc->n_layers, es = o->es, KV = (size_t)sc->n_kv_heads,
-                 d = (size_t)sc->head_dim, S = (size_t)r->lay.slots, half = (size_t)r->lay.half;
+                 d = (size_t)sc->head_dim, S = (size_t)r->lay.slots, half = (size_t)r->lay.half,
+                 T = (size_t)r->lay.tokens;
+    const step_run *owner = &o->run[TTS_GRAPH_TALKER];
     int failed = 0;
-    r->cap = 4 * L + 8;
+    r->cap = 4 * L + 9;
+    r->shares_caches = r->lay.kind == TTS_GRAPH_TALKER_CHUNK;
     r->names = buffer(r->cap * IO_NAME, &failed);
     r->in_names = buffer(r->cap * sizeof *r->in_names, &failed);
     r->out_names = buffer(r->cap * sizeof *r->out_names, &failed);
     r->in = buffer(r->cap * sizeof *r->in, &failed);
     r->out = buffer(r->cap * sizeof *r->out, &failed);
     void ***per_layer[4] = {&r->k, &r->v, &r->k_new, &r->v_new};
-    for (int j = 0; j < 4; j++) *per_layer[j] = buffer(L * sizeof(void *), &failed);
-    for (size_t li = 0; !failed && li < L; li++) {
-        r->k[li] = buffer(KV * d * S * es, &failed);
-        r->v[li] = buffer(KV * d * S * es, &failed);
-        r->k_new[li] = buffer(KV * d * es, &failed);
-        r->v_new[li] = buffer(KV * d * es, &failed);
+    for (int j = r->shares_caches ? 2 : 0; j < 4; j++) *per_layer[j] = buffer(L * sizeof(void *), &failed);
+    if (r->shares_caches) {
+        r->k = owner->k;
+        r->v = owner->v;
     }
-    r->embedding = buffer((size_t)r->lay.in_dim * es, &failed);
+    for (size_t li = 0; !failed && li < L; li++) {
+        if (!r->shares_caches) r->k[li] = buffer(KV * d * S * es, &failed);
+        if (!r->shares_caches) r->v[li] = buffer(KV * d * S * es, &failed);
+        r->k_new[li] = buffer(KV * d * T * es, &failed);
+        r->v_new[li] = buffer(KV * d * T * es, &failed);
+    }
+    r->embedding = buffer(T * (size_t)r->lay.in_dim * es, &failed);
     r->head = buffer(sizeof *r->head, &failed);
-    r->cos = buffer(half * es, &failed);
-    r->sin = buffer(half * es, &failed);
-    r->mask = buffer(S * es, &failed);
-    r->logits = buffer((size_t)sc->vocab * es, &failed);
-    r->hidden = buffer((size_t)sc->hidden * es, &failed);
+    r->cos = buffer(T * half * es, &failed);
+    r->sin = buffer(T * half * es, &failed);
+    r->mask = buffer(T * S * es, &failed);
+    r->chunk_mask = buffer(T * T * es, &failed);
+    r->logits = buffer(T * (size_t)sc->vocab * es, &failed);
+    r->hidden = buffer(T * (size_t)sc->hidden * es, &failed);
     r->inv_freq = buffer(half * sizeof(float), &failed);
     r->cos32 = buffer(half * sizeof(float), &failed);
     r->sin32 = buffer(half * sizeof(float), &failed);
@@ -152,18 +171,21 @@ static ember_status run_open(tts_ort *o, step_run *r, const char *dir, int threa
                                                                                  : ORT_OPTIMIZE_ALL;
     ember_status st = ort_graph_load(o->rt, path, threads, level, &r->g);
     const int ft = es == 2 ? ORT_FLOAT16 : ORT_FLOAT;
-    const int64_t ed[2] = {1, r->lay.in_dim}, rd[2] = {1, (int64_t)half}, md[2] = {1, (int64_t)S},
-                  ld[2] = {1, sc->vocab}, hd[2] = {1, sc->hidden}, one = 1;
+    const int64_t Ti = (int64_t)T, ed[2] = {Ti, r->lay.in_dim}, rd[3] = {Ti, 1, (int64_t)half},
+                  md[3] = {Ti, 1, (int64_t)S}, cd[3] = {Ti, 1, Ti}, ld[2] = {Ti, sc->vocab},
+                  hd[2] = {Ti, sc->hidden}, one = 1;
+    const int rank = T == 1 ? 2 : 3; /* a chunk's tables and masks: [T, 1, n] */
     if (!st) st = bind(o, r, 0, "embedding", r->embedding, 2, ed, ft, es);
-    if (!st) st = bind(o, r, 0, "cos", r->cos, 2, rd, ft, es);
-    if (!st) st = bind(o, r, 0, "sin", r->sin, 2, rd, ft, es);
-    if (!st) st = bind(o, r, 0, "mask", r->mask, 2, md, ft, es);
+    if (!st) st = bind(o, r, 0, "cos", r->cos, rank, T == 1 ? rd + 1 : rd, ft, es);
+    if (!st) st = bind(o, r, 0, "sin", r->sin, rank, T == 1 ? rd + 1 : rd, ft, es);
+    if (!st) st = bind(o, r, 0, "mask", r->mask, rank, T == 1 ? md + 1 : md, ft, es);
+    if (!st && T > 1) st = bind(o, r, 0, "chunk_mask", r->chunk_mask, 3, cd, ft, es);
     if (!st && r->lay.kind == TTS_GRAPH_PREDICTOR) st = bind(o, r, 0, "head", r->head, 1, &one, ORT_INT32, 4);
     if (!st) st = bind(o, r, 1, "logits", r->logits, 2, ld, ft, es);
-    if (!st && r->lay.kind == TTS_GRAPH_TALKER) st = bind(o, r, 1, "hidden", r->hidden, 2, hd, ft, es);
+    if (!st && r->lay.kind != TTS_GRAPH_PREDICTOR) st = bind(o, r, 1, "hidden", r->hidden, 2, hd, ft, es);
     char name[IO_NAME];
     const int64_t kd[3] = {(int64_t)KV, (int64_t)d, (int64_t)S}, vd[3] = {(int64_t)KV, (int64_t)S, (int64_t)d},
-                  knd[3] = {(int64_t)KV, (int64_t)d, 1}, vnd[3] = {(int64_t)KV, 1, (int64_t)d};
+                  knd[3] = {(int64_t)KV, (int64_t)d, Ti}, vnd[3] = {(int64_t)KV, Ti, (int64_t)d};
     /* per layer: the caches in, the new key and value out */
     static const char *const stem[4] = {"past_key", "past_value", "new_key", "new_value"};
     void **bufs[4] = {r->k, r->v, r->k_new, r->v_new};
@@ -181,13 +203,14 @@ static void run_free(tts_ort *o, step_run *r)
     for (size_t i = 0; r->out && i < r->n_out; i++) ort_tensor_free(o->rt, r->out[i]);
     ort_graph_free(r->g);
     for (int32_t li = 0; r->lay.stack && li < r->lay.stack->n_layers; li++) {
-        if (r->k) free(r->k[li]);
-        if (r->v) free(r->v[li]);
+        if (r->k && !r->shares_caches) free(r->k[li]);
+        if (r->v && !r->shares_caches) free(r->v[li]);
         if (r->k_new) free(r->k_new[li]);
         if (r->v_new) free(r->v_new[li]);
     }
+    if (r->shares_caches) r->k = r->v = NULL;
     void *bufs[] = {r->names, r->in_names, r->out_names, r->in, r->out, r->k, r->v, r->k_new, r->v_new,
-                    r->embedding, r->head, r->cos, r->sin, r->mask, r->logits, r->hidden, r->inv_freq,
+                    r->embedding, r->head, r->cos, r->sin, r->mask, r->chunk_mask, r->logits, r->hidden, r->inv_freq,
                     r->cos32, r->sin32, r->logits32, r->hidden32};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
 }
@@ -216,17 +239,19 @@ ember_status tts_ort_open(const tts_config *c, const char *dir, const char *ort_
                           tts_ort **out)
 {
     *out = NULL;
-    int32_t context = 0;
+    int32_t context = 0, chunk = 0;
     spark_onnx_form form = SPARK_ONNX_F32;
-    ember_status st = read_manifest(c, dir, &context, &form);
+    ember_status st = read_manifest(c, dir, &context, &chunk, &form);
     if (st) return st;
     tts_ort *o = calloc(1, sizeof *o);
     if (!o) return ember_fail(EMBER_ERR_NO_MEMORY, "onnx backend: out of memory");
     o->es = spark_onnx_io_bytes(form);
-    st = tts_step_layout_of(c, TTS_GRAPH_TALKER, context, form, &o->run[0].lay);
-    if (!st) st = tts_step_layout_of(c, TTS_GRAPH_PREDICTOR, context, form, &o->run[1].lay);
+    o->n_runs = chunk ? 3 : 2;
+    for (int k = 0; k < o->n_runs && !st; k++)
+        st = tts_step_layout_of(c, (tts_graph_kind)k, context, chunk, form, &o->run[k].lay);
     if (!st) st = ort_runtime_open(ort_lib, &o->rt);
-    for (int k = 0; k < 2 && !st; k++) st = run_open(o, &o->run[k], dir, threads);
+    /* the talker first: the chunk binds its caches */
+    for (int k = 0; k < o->n_runs && !st; k++) st = run_open(o, &o->run[k], dir, threads);
     if (st) {
         tts_ort_free(o);
         return st;
@@ -239,7 +264,8 @@ ember_status tts_ort_open(const tts_config *c, const char *dir, const char *ort_
 void tts_ort_free(tts_ort *o)
 {
     if (!o) return;
-    for (int k = 0; k < 2; k++) run_free(o, &o->run[k]);
+    /* the chunk before the talker whose caches it binds */
+    for (int k = 2; k >= 0; k--) run_free(o, &o->run[k]);
     ort_runtime_close(o->rt);
     free(o);
 }
@@ -264,39 +290,70 @@ void tts_ort_predictor_reset(tts_ort *o)
     run_reset(o, &o->run[TTS_GRAPH_PREDICTOR]);
 }
 
-/* One position of r: inputs filled, the graph run, the new keys and values
- * written into the position's slot (key column, value row), the slot
- * unmasked, the logits (and the state) widened to f32. */
-static ember_status run_step(tts_ort *o, step_run *r, const float *embedding)
+/* One run of r (T rows from `rows`) at the position of `owner`, the run
+ * whose caches and step mask the rows extend (r itself, or the talker for
+ * its chunk): inputs filled, the graph run, each row's new key and value
+ * written into its slot (key column, value row), the slots unmasked, the
+ * last row's logits (and state) widened to f32. */
+static ember_status run_rows(tts_ort *o, step_run *r, step_run *owner, const float *rows)
 {
     const tts_stack_config *sc = r->lay.stack;
-    if (r->pos >= r->lay.context)
+    const int32_t T = r->lay.tokens, p = owner->pos, S = r->lay.slots;
+    if (p + T > r->lay.context)
         return ember_fail(EMBER_ERR_CONTEXT_FULL, "the exported %s graph's context (%d) is full",
                           tts_graph_kind_name(r->lay.kind), r->lay.context);
-    for (int32_t i = 0; i < r->lay.in_dim; i++) put(o, r->embedding, (size_t)i, embedding[i]);
-    ek_rope_cos_sin(r->cos32, r->sin32, r->inv_freq, sc->head_dim, r->pos);
-    for (int32_t j = 0; j < r->lay.half; j++) {
-        put(o, r->cos, (size_t)j, r->cos32[j]);
-        put(o, r->sin, (size_t)j, r->sin32[j]);
+    for (size_t i = 0; i < (size_t)T * (size_t)r->lay.in_dim; i++) put(o, r->embedding, i, rows[i]);
+    for (int32_t i = 0; i < T; i++) {
+        ek_rope_cos_sin(r->cos32, r->sin32, r->inv_freq, sc->head_dim, p + i);
+        for (int32_t j = 0; j < r->lay.half; j++) {
+            put(o, r->cos, (size_t)i * (size_t)r->lay.half + (size_t)j, r->cos32[j]);
+            put(o, r->sin, (size_t)i * (size_t)r->lay.half + (size_t)j, r->sin32[j]);
+        }
+    }
+    /* a chunk's masks: every row sees the slots before p, and the rows up to itself */
+    for (int32_t i = 0; T > 1 && i < T; i++) {
+        for (int32_t j = 0; j < S; j++) put(o, r->mask, (size_t)i * (size_t)S + (size_t)j, j < p ? 0.0f : SPARK_ONNX_MASK_OFF);
+        for (int32_t j = 0; j < T; j++) put(o, r->chunk_mask, (size_t)(i * T + j), j <= i ? 0.0f : SPARK_ONNX_MASK_OFF);
     }
     ember_status st = ort_graph_run(r->g, r->in_names, r->in, r->n_in, r->out_names, r->out, r->n_out);
     if (st) return st;
-    const size_t S = (size_t)r->lay.slots, d = (size_t)sc->head_dim, slot = (size_t)r->pos, es = o->es;
-    if (slot < S) { /* the bucket's last position has no slot: nothing reads it */
+    const size_t d = (size_t)sc->head_dim, es = o->es, Sz = (size_t)S, Tz = (size_t)T;
+    /* the bucket's last position has no slot: nothing reads it */
+    for (size_t i = 0; i < Tz && (size_t)p + i < Sz; i++) {
+        const size_t slot = (size_t)p + i;
         for (int32_t li = 0; li < sc->n_layers; li++)
             for (size_t g = 0; g < (size_t)sc->n_kv_heads; g++)
                 for (size_t j = 0; j < d; j++) {
-                    memcpy((char *)r->k[li] + ((g * d + j) * S + slot) * es,
-                           (const char *)r->k_new[li] + (g * d + j) * es, es);
-                    memcpy((char *)r->v[li] + ((g * S + slot) * d + j) * es,
-                           (const char *)r->v_new[li] + (g * d + j) * es, es);
+                    memcpy((char *)owner->k[li] + ((g * d + j) * Sz + slot) * es,
+                           (const char *)r->k_new[li] + ((g * d + j) * Tz + i) * es, es);
+                    memcpy((char *)owner->v[li] + ((g * Sz + slot) * d + j) * es,
+                           (const char *)r->v_new[li] + ((g * Tz + i) * d + j) * es, es);
                 }
-        put(o, r->mask, slot, 0.0f);
+        put(o, owner->mask, slot, 0.0f);
     }
-    r->pos++;
-    for (int32_t i = 0; i < sc->vocab; i++) r->logits32[i] = get(o, r->logits, (size_t)i);
-    if (r->lay.kind == TTS_GRAPH_TALKER)
-        for (int32_t i = 0; i < sc->hidden; i++) r->hidden32[i] = get(o, r->hidden, (size_t)i);
+    owner->pos += T;
+    const size_t last = Tz - 1;
+    for (int32_t i = 0; i < sc->vocab; i++) r->logits32[i] = get(o, r->logits, last * (size_t)sc->vocab + (size_t)i);
+    if (r->lay.kind != TTS_GRAPH_PREDICTOR)
+        for (int32_t i = 0; i < sc->hidden; i++)
+            r->hidden32[i] = get(o, r->hidden, last * (size_t)sc->hidden + (size_t)i);
+    return EMBER_OK;
+}
+
+int32_t tts_ort_chunk_rows(const tts_ort *o)
+{
+    return o->n_runs == 3 ? o->run[TTS_GRAPH_TALKER_CHUNK].lay.tokens : 0;
+}
+
+ember_status tts_ort_talker_chunk(tts_ort *o, const float *rows, const float **logits,
+                                  const float **hidden)
+{
+    if (o->n_runs < 3) return ember_fail(EMBER_ERR_UNSUPPORTED, "the exported folder has no talker prefill graph");
+    step_run *r = &o->run[TTS_GRAPH_TALKER_CHUNK];
+    ember_status st = run_rows(o, r, &o->run[TTS_GRAPH_TALKER], rows);
+    if (st) return st;
+    *logits = r->logits32;
+    *hidden = r->hidden32;
     return EMBER_OK;
 }
 
@@ -304,7 +361,7 @@ ember_status tts_ort_talker_step(tts_ort *o, const float *embedding, const float
                                  const float **hidden)
 {
     step_run *r = &o->run[TTS_GRAPH_TALKER];
-    ember_status st = run_step(o, r, embedding);
+    ember_status st = run_rows(o, r, r, embedding);
     if (st) return st;
     *logits = r->logits32;
     *hidden = r->hidden32;
@@ -318,7 +375,7 @@ ember_status tts_ort_predictor_step(tts_ort *o, const float *embedding, int32_t 
     if (head < 0 || head >= r->lay.heads)
         return ember_fail(EMBER_ERR_INVALID_ARG, "predictor head %d is outside [0, %d)", head, r->lay.heads);
     *r->head = head;
-    ember_status st = run_step(o, r, embedding);
+    ember_status st = run_rows(o, r, r, embedding);
     if (st) return st;
     *logits = r->logits32;
     return EMBER_OK;

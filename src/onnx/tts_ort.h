@@ -2,8 +2,9 @@
  * run by ONNX Runtime: it owns both graphs' per-layer caches in the graphs'
  * layout, their masks and rotary tables, feeds one embedded row per step
  * and writes each new key and value into the slot of its position. The
- * talker keeps its position across steps (a request's prompt, then one
- * per frame); the predictor starts over every frame. Graph I/O is f32 or
+ * talker keeps its position across steps (a request's prompt, in chunks
+ * where the folder has a talker prefill graph, then one per frame); the
+ * predictor starts over every frame. Graph I/O is f32 or
  * f16 as the folder's form says; what it hands back is f32. Everything is
  * sized when it is opened; a step allocates nothing. */
 #ifndef EMBER_ONNX_TTS_ORT_H
@@ -36,6 +37,14 @@ void tts_ort_talker_reset(tts_ort *o);
  * the bucket's end. */
 ember_status tts_ort_talker_step(tts_ort *o, const float *embedding, const float **logits,
                                  const float **hidden);
+
+/* The talker prefill graph's rows per run (0: the folder has none), and a
+ * run of it on the next that many rows (rows x talker hidden floats):
+ * *logits and *hidden are the last row's, valid until the next talker
+ * run. EMBER_ERR_CONTEXT_FULL when the rows would pass the bucket's end. */
+int32_t tts_ort_chunk_rows(const tts_ort *o);
+ember_status tts_ort_talker_chunk(tts_ort *o, const float *rows, const float **logits,
+                                  const float **hidden);
 
 /* Starts a frame: the predictor at position 0 again. */
 void tts_ort_predictor_reset(tts_ort *o);

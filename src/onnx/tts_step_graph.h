@@ -1,8 +1,9 @@
 /* Qwen3-TTS's talker and code-predictor steps as ONNX graphs (one position
- * each, opset 17 / IR 8, or the int4 form's 21 / 10), in the Spark decode
- * step's form (spark_decode_graph.h): per-layer caches as inputs with
- * static capacity (keys transposed [kv_heads, head_dim, slots], values
- * [kv_heads, slots, head_dim]), only the new key and value as outputs,
+ * each, plus a talker chunk of N prompt rows; opset 17 / IR 8, or the int4
+ * form's 21 / 10), in the Spark decode step's form (spark_decode_graph.h):
+ * per-layer caches as inputs with static capacity (keys transposed
+ * [kv_heads, head_dim, slots], values [kv_heads, slots, head_dim]), only
+ * the new key and value as outputs,
  * the score-space join, GQA by reshaping the query, rotary tables and the
  * additive mask as inputs the host computes.
  *
@@ -16,7 +17,11 @@
  *  - predictor: the small_to_mtp projection when the widths differ, and an
  *    int32 input `head` choosing one of the n_groups-1 lm heads, gathered
  *    from one [heads, hidden, vocab] table, so one graph serves every
- *    codebook with static shapes. */
+ *    codebook with static shapes;
+ *  - talker chunk (lay->tokens = N > 1): N prompt rows through the talker
+ *    with the same caches, in the Spark prefill chunk's form (masks over
+ *    the caches and among the rows as inputs), every row's `hidden` and
+ *    `logits` and new keys and values out. */
 #ifndef EMBER_ONNX_TTS_STEP_GRAPH_H
 #define EMBER_ONNX_TTS_STEP_GRAPH_H
 

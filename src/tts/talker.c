@@ -81,17 +81,20 @@ ember_status tts_session_create(const tts_model *m, const tts_session_params *pa
     s->p = p;
     s->exec.kernels = m->kernels;
     ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
-    if (!st) st = alloc_scratch(s);
     if (!st && p.onnx_dir) {
         st = tts_ort_open(&m->cfg, p.onnx_dir, p.onnx_runtime ? p.onnx_runtime : "libonnxruntime.so.1",
                           p.n_threads, &s->ort);
-        /* the graphs' bucket bounds the talker's positions */
+        /* the graphs' bucket bounds the talker's positions; prompts go in
+         * the talker prefill graph's chunks (the rest as steps) */
         if (!st && s->p.max_context > tts_ort_context(s->ort)) s->p.max_context = tts_ort_context(s->ort);
+        if (!st && tts_ort_chunk_rows(s->ort) > 1 && tts_ort_chunk_rows(s->ort) <= 4096)
+            s->p.prefill_chunk = tts_ort_chunk_rows(s->ort);
         if (st) st = ember_fail_prefix(st, "onnx backend %s", p.onnx_dir);
     }
+    if (!st) st = alloc_scratch(s);
     if (!st)
         st = tts_stack_state_init(&s->talker, &m->talker, &s->exec, s->qbuf, p.n_threads,
-                                  p.max_context, p.prefill_chunk);
+                                  s->p.max_context, s->p.prefill_chunk);
     if (!st)
         st = tts_stack_state_init(&s->predictor, &m->predictor, &s->exec, s->qbuf, p.n_threads,
                                   m->cfg.n_groups, 2);
@@ -149,9 +152,13 @@ ember_status tts_talker_rows(tts_session *s, float *x, int64_t pos, int32_t n, i
         return EMBER_OK;
     }
     const float *logits = NULL, *hidden = NULL;
-    for (int32_t t = 0; t < n; t++) {
-        ember_status st = tts_ort_talker_step(s->ort, x + t * th, &logits, &hidden);
+    const int32_t N = tts_ort_chunk_rows(s->ort);
+    for (int32_t t = 0; t < n;) {
+        const int chunk = N && n - t >= N;
+        ember_status st = chunk ? tts_ort_talker_chunk(s->ort, x + t * th, &logits, &hidden)
+                                : tts_ort_talker_step(s->ort, x + t * th, &logits, &hidden);
         if (st) return st;
+        t += chunk ? N : 1;
     }
     if (head) {
         memcpy(s->talker_logits, logits, (size_t)s->m->cfg.talker.vocab * sizeof *logits);

@@ -258,6 +258,7 @@ static void tts_export_writes_and_refuses(void)
     REQUIRE(ember_tts_load("models/tts-tiny", &tp, &t) == EMBER_OK);
     ember_export_params p = ember_export_default_params();
     p.context = 64;
+    p.prefill_chunk = 8;
     const char *out = path_in("tts");
     REQUIRE(ember_export_onnx_tts(t, out, &p) == EMBER_OK);
     report[0] = '\0';
@@ -266,10 +267,15 @@ static void tts_export_writes_and_refuses(void)
     CHECK(strstr(report, "input past_value_1 float32 [2,15,16]") != NULL);    /* predictor: 15 slots */
     CHECK(strstr(report, "input head int32 [1]") != NULL);
     CHECK(strstr(report, "output hidden float32 [1,32]") != NULL);
+    CHECK(strstr(report, "input chunk_mask float32 [8,1,8]") != NULL);       /* the talker chunk */
+    CHECK(strstr(report, "output new_value_0 float32 [2,8,16]") != NULL);
     const char *out2 = path_in("tts2");
     p.context = 1;
     EXPECT_FAIL(ember_export_onnx_tts(t, out2, &p), EMBER_ERR_INVALID_ARG, "context 1");
     p.context = 64;
+    p.prefill_chunk = 65;
+    EXPECT_FAIL(ember_export_onnx_tts(t, out2, &p), EMBER_ERR_INVALID_ARG, "chunk 65");
+    p.prefill_chunk = 8;
     p.form = EMBER_EXPORT_QDQ4; /* tiny widths are not multiples of 64 */
     EXPECT_FAIL(ember_export_onnx_tts(t, out2, &p), EMBER_ERR_UNSUPPORTED, "multiples of 64");
     p.form = (ember_export_form)7;
@@ -289,7 +295,8 @@ static void tts_export_writes_and_refuses(void)
     tp.onnx_runtime = path_in("no-such-libonnxruntime.so");
     EXPECT_FAIL(ember_tts_load("models/tts-tiny", &tp, &t), EMBER_ERR_IO, "cannot load");
     CHECK(t == NULL);
-    const char *files[] = {"tts/talker.onnx", "tts/predictor.onnx", "tts/weights.onnx.data", "tts/manifest.json"};
+    const char *files[] = {"tts/talker.onnx", "tts/predictor.onnx", "tts/talker_prefill.onnx",
+                           "tts/weights.onnx.data", "tts/manifest.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) remove(path_in(files[i]));
     rmdir(out);
 }
