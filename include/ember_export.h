@@ -51,6 +51,20 @@ ember_export_params ember_export_default_params(void);
 ember_status ember_export_onnx(const ember_model *model, const char *dir,
                                const ember_export_params *params);
 
+/* A Qwen3-TTS model (ember_speech.h; loaded with codes_only or whole):
+ * writes into `dir` talker.onnx (one talker position: the embedded row in;
+ * the codec head's logits and the normed state out; per-layer caches of
+ * context-1 slots), predictor.onnx (one code-predictor position; an int32
+ * input chooses the codebook's lm head, so one static graph serves all 15),
+ * weights.onnx.data (both graphs' weights) and manifest.json (every input
+ * and output: shape, type, meaning). params->context is the talker's
+ * bucket (prompt plus frames); a prefill_chunk of N adds
+ * talker_prefill.onnx (N prompt rows per run, the talker's caches; 0:
+ * none, prompts run as talker steps). Forms as above; the int4 form needs widths in multiples of 64.
+ * Errors as ember_export_onnx. */
+ember_status ember_export_onnx_tts(const ember_tts *tts, const char *dir,
+                                   const ember_export_params *params);
+
 /* One line of an audit report (no newline), for the caller to print. */
 typedef void (*ember_line_fn)(void *user, const char *line);
 

@@ -58,6 +58,16 @@ typedef struct ember_tts_params {
     int codes_only;          /* 1: load the talker and predictor only (no
                                 speech_tokenizer/ needed): ember_tts_codes works,
                                 ember_tts_speak fails; default 0 */
+    const char *backend;     /* NULL or "cpu": ember's kernels run the talker and
+                                predictor; "onnx:DIR": their steps run through the
+                                graphs `ember export onnx` wrote to DIR from this
+                                model (ember_export_onnx_tts), on ONNX Runtime's
+                                CPU provider, ember's host loop around them; the
+                                speech decoder stays native. Prompt plus frames
+                                are capped at the graphs' context bucket; the
+                                calibration (above) is neither read nor written */
+    const char *onnx_runtime; /* the libonnxruntime for "onnx:DIR" (NULL:
+                                "libonnxruntime.so.1" on the loader's path) */
 } ember_tts_params;
 
 ember_tts_params ember_tts_default_params(void);

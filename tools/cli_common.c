@@ -54,6 +54,13 @@ int cli_parse_int(const char *arg, long lo, long hi, int32_t *out)
     return 0;
 }
 
+int cli_parse_backend(const char *arg, const char **backend, const char **runtime)
+{
+    *backend = arg;
+    if (!*runtime) *runtime = getenv("EMBER_ONNXRUNTIME");
+    return strcmp(arg, "cpu") && strncmp(arg, "onnx:", 5);
+}
+
 int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp)
 {
@@ -68,11 +75,7 @@ int cli_common_option(int c, const char *arg, const char *cmd, ember_model_param
         else bad = 1;
         break;
     case CLI_OPT_CHUNK: bad = cli_parse_int(arg, 1, 65536, &sp->prefill_chunk); break;
-    case CLI_OPT_BACKEND:
-        mp->backend = arg;
-        if (!mp->onnx_runtime) mp->onnx_runtime = getenv("EMBER_ONNXRUNTIME");
-        bad = strcmp(arg, "cpu") && strncmp(arg, "onnx:", 5);
-        break;
+    case CLI_OPT_BACKEND: bad = cli_parse_backend(arg, &mp->backend, &mp->onnx_runtime); break;
     case CLI_OPT_ONNX_RUNTIME: mp->onnx_runtime = arg; break;
     case CLI_OPT_KV_TYPE:
         bad = cli_parse_type(arg, &sp->kv_type) || sp->kv_type == EMBER_TYPE_BF16 ||

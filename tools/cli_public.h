@@ -70,6 +70,9 @@ extern const char cli_common_usage[];
 int cli_parse_type(const char *arg, ember_type *out);
 /* The command-line name of a weight type ("q4_k"; "as stored" for NONE). */
 const char *cli_type_name(ember_type t);
+/* --backend cpu|onnx:DIR into *backend; *runtime from $EMBER_ONNXRUNTIME
+ * unless --onnx-runtime set it. Non-zero for any other value. */
+int cli_parse_backend(const char *arg, const char **backend, const char **runtime);
 /* 1: handled, 0: not a common option, -1: bad value (message printed). */
 int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp);

@@ -24,7 +24,12 @@ const char cli_tts_usage[] =
     "  --no-warm-up                   skip the short dropped request run at load that warms\n"
     "                                 caches and buffers for the first real one\n"
     "  --no-pin                       leave the threads unpinned (default: the generator on the\n"
-    "                                 profile's decode CPUs, the audio decoder on its own)\n";
+    "                                 profile's decode CPUs, the audio decoder on its own)\n"
+    "  --backend cpu|onnx:DIR         who runs the talker and predictor steps: ember's kernels\n"
+    "                                 (default), or ONNX Runtime on the graphs `ember export\n"
+    "                                 onnx -m DIR_OF_THIS_MODEL` wrote to DIR (decoder native)\n"
+    "  --onnx-runtime PATH            the libonnxruntime.so for onnx:DIR (default:\n"
+    "                                 $EMBER_ONNXRUNTIME, else libonnxruntime.so.1)\n";
 
 void cli_tts_opts_init(cli_tts_opts *o)
 {
@@ -54,6 +59,8 @@ int cli_tts_option(int c, const char *arg, const char *cmd, cli_tts_opts *o)
     case TTS_OPT_NO_WARM_UP: p->warm_up = 0; break;
     case TTS_OPT_NO_PIN: o->pin = 0; break;
     case TTS_OPT_KERNELS: p->kernels = arg; break;
+    case TTS_OPT_BACKEND: bad = cli_parse_backend(arg, &p->backend, &p->onnx_runtime); break;
+    case TTS_OPT_ONNX_RUNTIME: p->onnx_runtime = arg; break;
     case TTS_OPT_CHUNKS: o->chunks = arg; break;
     default: return 0;
     }

@@ -26,7 +26,9 @@ enum {
     TTS_OPT_ALONE_CHUNKS,
     TTS_OPT_NO_WARM_UP,
     TTS_OPT_NO_PIN,
-    TTS_OPT_NO_CALIBRATION
+    TTS_OPT_NO_CALIBRATION,
+    TTS_OPT_BACKEND,
+    TTS_OPT_ONNX_RUNTIME
 };
 #define CLI_TTS_OPTIONS                                                                     \
     {"dtype", required_argument, 0, TTS_OPT_DTYPE},                                        \
@@ -39,6 +41,8 @@ enum {
         {"no-warm-up", no_argument, 0, TTS_OPT_NO_WARM_UP},                                \
         {"no-pin", no_argument, 0, TTS_OPT_NO_PIN},                                        \
         {"no-calibration", no_argument, 0, TTS_OPT_NO_CALIBRATION},                        \
+        {"backend", required_argument, 0, TTS_OPT_BACKEND},                                \
+        {"onnx-runtime", required_argument, 0, TTS_OPT_ONNX_RUNTIME},                      \
         CLI_PROFILE_OPTIONS
 extern const char cli_tts_usage[];
 

@@ -8,6 +8,7 @@
 #include "cli_public.h"
 #include "ember.h"
 #include "ember_export.h"
+#include "ember_speech.h"
 
 static void usage(FILE *f)
 {
@@ -27,9 +28,52 @@ static void usage(FILE *f)
                "           DequantizeLinear, f32 activations), qdq4 (int4 weights in blocks\n"
                "           of 64, opset 21); any other type (q8_0, bf16...)\n"
                "           rounds the weights through it at load and writes f32\n"
+               "  A Qwen3-TTS directory (config.json with a talker_config) gives\n"
+               "  DIR/talker.onnx and DIR/predictor.onnx (one step each; --context is the\n"
+               "  talker's bucket, prompt plus frames) and DIR/talker_prefill.onnx (a chunk\n"
+               "  of prompt rows, --prefill-chunk, default 32 there) instead\n"
                "  --check: list each graph's ops, opset and I/O shapes and fail on anything\n"
                "           outside the QNN HTP allow-list, dynamic dims, int64 indices,\n"
                "           IsNaN/Where guards, Reshape allowzero=1, rank-0 axes\n");
+}
+
+/* A Qwen3-TTS checkpoint: its config.json has a talker_config (a Spark
+ * one never does); read only far enough to see the key. */
+static int is_tts_dir(const char *dir)
+{
+    char path[4096], buf[1 << 16];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strstr(buf, "\"talker_config\"") != NULL;
+}
+
+static int export_tts(const char *model_dir, const char *out, const ember_export_params *ep,
+                      ember_type weight_type)
+{
+    ember_tts_params tp = ember_tts_default_params();
+    tp.codes_only = 1;
+    tp.weight_type = weight_type;
+    ember_tts *tts;
+    if (ember_tts_load(model_dir, &tp, &tts) != EMBER_OK) {
+        fprintf(stderr, "ember export: %s\n", ember_last_error());
+        return 1;
+    }
+    ember_status st = ember_export_onnx_tts(tts, out, ep);
+    ember_tts_free(tts);
+    if (st != EMBER_OK) {
+        fprintf(stderr, "ember export: %s\n", ember_last_error());
+        return 1;
+    }
+    if (ep->prefill_chunk)
+        printf("exported the talker step, a %d-row talker prefill chunk and the code-predictor step "
+               "(context %d) to %s\n", ep->prefill_chunk, ep->context, out);
+    else
+        printf("exported the talker step and the code-predictor step (context %d) to %s\n", ep->context, out);
+    return 0;
 }
 
 static void print_line(void *user, const char *line)
@@ -107,7 +151,11 @@ int cmd_export(int argc, char **argv)
         printf("check: PASS\n");
         return 0;
     }
+    /* a TTS prompt is some 20 to 100 rows: smaller talker chunks by default */
+    const int tts = is_tts_dir(model_dir);
+    if (tts && !chunk_given) ep.prefill_chunk = 32;
     if (!chunk_given && ep.prefill_chunk > ep.context) ep.prefill_chunk = ep.context;
+    if (tts) return export_tts(model_dir, out, &ep, mp.weight_type);
     ember_model *model;
     if (ember_model_load(model_dir, &mp, &model) != EMBER_OK) {
         fprintf(stderr, "ember export: %s\n", ember_last_error());

@@ -92,6 +92,10 @@ int cmd_tts_codes(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (golden && mp.backend && strcmp(mp.backend, "cpu")) {
+        fprintf(stderr, "ember tts-codes: --golden measures ember's native steps; drop --backend\n");
+        return 2;
+    }
     if (golden) return parity_tts_golden(dir, mp.weight_type, mp.kernels, esp.n_threads, golden, json);
     int32_t *ids = NULL;
     size_t n_ids = 0;
@@ -104,6 +108,8 @@ int cmd_tts_codes(int argc, char **argv)
     ember_tts_params tp = ember_tts_default_params();
     tp.weight_type = mp.weight_type;
     tp.kernels = mp.kernels;
+    tp.backend = mp.backend;
+    tp.onnx_runtime = mp.onnx_runtime;
     tp.n_threads = esp.n_threads;
     tp.codes_only = 1;
     /* a token is at least a byte: the text's length bounds its tokens */

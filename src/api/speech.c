@@ -114,6 +114,8 @@ static ember_status check_params(const ember_tts_params *p)
                                                  "positive, thread counts not negative, alone_chunks >= -1");
     if (p->n_generator_cpus < 0 || p->n_generator_cpus > 256 || p->n_decoder_cpus < 0 || p->n_decoder_cpus > 256)
         return ember_fail(EMBER_ERR_INVALID_ARG, "ember_tts_load: CPU counts must be in 0..256");
+    if (p->backend && strcmp(p->backend, "cpu") && (strncmp(p->backend, "onnx:", 5) || !p->backend[5]))
+        return ember_fail(EMBER_ERR_INVALID_ARG, "backend '%s': expected cpu or onnx:DIR", p->backend);
     return EMBER_OK;
 }
 
@@ -129,7 +131,8 @@ ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tt
     ember_tts *t = calloc(1, sizeof *t);
     if (!t) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
     t->p = *p;
-    t->p.kernels = NULL; /* the caller's string need not outlive the load */
+    /* the caller's strings need not outlive the load */
+    t->p.kernels = t->p.backend = t->p.onnx_runtime = NULL;
     /* Both pools can span the machine; the pipeline decides how many of
      * their threads run at each moment (tts_pipeline.h). */
     const int cpus = pool_cpu_count();
@@ -140,6 +143,13 @@ ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tt
     tts_session_params sp = tts_session_default_params();
     sp.n_threads = t->gen_threads;
     sp.max_context = p->max_text_tokens + p->max_frames + 16;
+    if (p->backend && strcmp(p->backend, "cpu")) {
+        sp.onnx_dir = p->backend + 5;
+        /* the cached calibration times this machine's native steps: a run
+         * on the onnx backend neither follows nor refreshes it */
+        t->p.calibration = 0;
+    }
+    sp.onnx_runtime = p->onnx_runtime;
     c2w_stream_params cp = c2w_stream_default_params();
     cp.n_threads = t->dec_threads;
     /* a directory without a tokenizer still speaks text_ids */
@@ -152,8 +162,8 @@ ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tt
     if (!st && !p->codes_only) st = c2w_stream_create(t->dm, &cp, &t->dec);
     if (!st) st = place(t);
     if (!st && p->warm_up) st = warm_up(t);
-    if (!st && p->calibration) read_calibration(t, dir);
-    if (!st && p->calibration) {
+    if (!st && t->p.calibration) read_calibration(t, dir);
+    if (!st && t->p.calibration) {
         t->cap_arrivals = p->max_frames;
         t->arrivals = malloc((size_t)t->cap_arrivals * sizeof *t->arrivals);
         if (!t->arrivals) st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");

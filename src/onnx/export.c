@@ -9,6 +9,7 @@
 #include "ember_export.h"
 #include "io/write_file.h"
 #include "onnx/export_files.h"
+#include "onnx/manifest_io.h"
 #include "onnx/spark_decode_graph.h"
 
 ember_export_params ember_export_default_params(void)
@@ -19,19 +20,6 @@ ember_export_params ember_export_default_params(void)
     p.prefill_chunk = 128;
     p.form = EMBER_EXPORT_F32;
     return p;
-}
-
-static cJSON *io_entry(cJSON *list, const char *name, const char *type, int rank,
-                       const int64_t *dims, const char *meaning)
-{
-    cJSON *e = cJSON_CreateObject(), *shape = cJSON_CreateArray();
-    for (int i = 0; i < rank; i++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[i]));
-    cJSON_AddStringToObject(e, "name", name);
-    cJSON_AddStringToObject(e, "type", type);
-    cJSON_AddItemToObject(e, "shape", shape);
-    cJSON_AddStringToObject(e, "meaning", meaning);
-    cJSON_AddItemToArray(list, e);
-    return e;
 }
 
 /* The manifest's element type of the graph's float inputs and outputs. */
@@ -46,7 +34,7 @@ static void add_inputs(cJSON *in, const spark_config *c, const spark_decode_layo
     const char *ft = float_type(lay);
     const int64_t T = lay->tokens;
     const int rank = T == 1 ? 2 : 3; /* a chunk's tables and masks: [T, 1, n] */
-    io_entry(in, T == 1 ? "token" : "tokens", "int32", 1, &T,
+    manifest_io(in, T == 1 ? "token" : "tokens", "int32", 1, &T,
              T == 1 ? "the token id fed at this step" : "the chunk's token ids, in order");
     for (int t = 0; t < SPARK_LAYER_TYPES; t++) {
         if (!lay->has_type[t]) continue;
@@ -61,10 +49,10 @@ static void add_inputs(cJSON *in, const spark_config *c, const spark_decode_layo
                      lay->half[t], (double)c->rope[t].theta, c->rope[t].rot_dims, ty,
                      T == 1 ? "" : ", one row per chunk token");
             snprintf(name, sizeof name, "cos_%s", ty);
-            io_entry(in, name, ft, rank, T == 1 ? rd1 : rdims, meaning);
+            manifest_io(in, name, ft, rank, T == 1 ? rd1 : rdims, meaning);
             snprintf(name, sizeof name, "sin_%s", ty);
             memcpy(meaning, "sin", 3);
-            io_entry(in, name, ft, rank, T == 1 ? rd1 : rdims, meaning);
+            manifest_io(in, name, ft, rank, T == 1 ? rd1 : rdims, meaning);
         }
         snprintf(name, sizeof name, "mask_%s", ty);
         snprintf(meaning, sizeof meaning,
@@ -72,7 +60,7 @@ static void add_inputs(cJSON *in, const spark_config *c, const spark_decode_layo
                  "token sees, %g elsewhere (slots not yet written%s)", ty,
                  T == 1 ? "" : ", one row per chunk token", (double)SPARK_ONNX_MASK_OFF,
                  t == SPARK_SLIDING ? ", or a position at or past the window behind the token" : "");
-        io_entry(in, name, ft, rank, T == 1 ? md1 : mdims, meaning);
+        manifest_io(in, name, ft, rank, T == 1 ? md1 : mdims, meaning);
         if (T > 1) {
             snprintf(name, sizeof name, "chunk_mask_%s", ty);
             snprintf(meaning, sizeof meaning,
@@ -80,7 +68,7 @@ static void add_inputs(cJSON *in, const spark_config *c, const spark_decode_layo
                      "is 0 when token i sees token j (j <= i%s), %g elsewhere", ty,
                      t == SPARK_SLIDING ? " and i - j < sliding_window" : "",
                      (double)SPARK_ONNX_MASK_OFF);
-            io_entry(in, name, ft, 3, cdims, meaning);
+            manifest_io(in, name, ft, 3, cdims, meaning);
         }
     }
     for (int li = 0; li < c->n_layers; li++) {
@@ -92,11 +80,11 @@ static void add_inputs(cJSON *in, const spark_config *c, const spark_decode_layo
         snprintf(name, sizeof name, "past_key_%d", li);
         snprintf(meaning, sizeof meaning, "layer %d (%s) rotated keys, transposed "
                  "[kv_head][dim][slot]; %s", li, spark_decode_type_name(t), where);
-        io_entry(in, name, ft, 3, kd, meaning);
+        manifest_io(in, name, ft, 3, kd, meaning);
         snprintf(name, sizeof name, "past_value_%d", li);
         snprintf(meaning, sizeof meaning, "layer %d (%s) values [kv_head][slot][dim]; %s", li,
                  spark_decode_type_name(t), where);
-        io_entry(in, name, ft, 3, vd, meaning);
+        manifest_io(in, name, ft, 3, vd, meaning);
     }
 }
 
@@ -107,17 +95,17 @@ static void add_outputs(cJSON *out, const spark_config *c, const spark_decode_la
     const int64_t T = lay->tokens;
     const int64_t ld[2] = {T, c->vocab}, kd[3] = {c->n_kv_heads, c->head_dim, T},
                   vd[3] = {c->n_kv_heads, T, c->head_dim};
-    io_entry(out, "logits", ft, 2, ld,
+    manifest_io(out, "logits", ft, 2, ld,
              T == 1 ? "logits predicting the next token" : "per chunk token, logits predicting the token after it");
     for (int li = 0; li < c->n_layers; li++) {
         snprintf(name, sizeof name, "new_key_%d", li);
         snprintf(meaning, sizeof meaning, "layer %d: the rotated key of %s, to write into "
                  "past_key_%d's slot for its position", li, T == 1 ? "this token" : "each chunk token", li);
-        io_entry(out, name, ft, 3, kd, meaning);
+        manifest_io(out, name, ft, 3, kd, meaning);
         snprintf(name, sizeof name, "new_value_%d", li);
         snprintf(meaning, sizeof meaning, "layer %d: the value of %s, to write into "
                  "past_value_%d's slot for its position", li, T == 1 ? "this token" : "each chunk token", li);
-        io_entry(out, name, ft, 3, vd, meaning);
+        manifest_io(out, name, ft, 3, vd, meaning);
     }
 }
 

@@ -11,6 +11,7 @@
 #include "kernels/formats.h"
 #include "kernels/ops.h"
 #include "onnx/export_files.h"
+#include "onnx/manifest_io.h"
 #include "onnx/ort_api.h"
 
 #define NAME_LEN 32
@@ -44,16 +45,6 @@ struct spark_ort {
     unsigned char *block;
 };
 
-static const cJSON *graph_of_kind(const cJSON *graphs, const char *kind)
-{
-    const cJSON *it, *g = NULL;
-    cJSON_ArrayForEach(it, graphs) {
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(it, "kind");
-        if (cJSON_IsString(k) && !strcmp(k->valuestring, kind)) g = it;
-    }
-    return g;
-}
-
 /* A graph entry's layer types against the model's. */
 static ember_status check_layers(const spark_config *c, const cJSON *g, const char *path)
 {
@@ -72,14 +63,6 @@ static ember_status check_layers(const spark_config *c, const cJSON *g, const ch
     return EMBER_OK;
 }
 
-static int number_of(const cJSON *g, const char *key, int32_t *out)
-{
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(g, key);
-    if (!cJSON_IsNumber(n)) return 0;
-    *out = (int32_t)n->valuedouble;
-    return 1;
-}
-
 ember_status spark_ort_manifest(const spark_config *c, const char *dir, spark_ort_info *info)
 {
     export_paths paths;
@@ -91,10 +74,10 @@ ember_status spark_ort_manifest(const spark_config *c, const char *dir, spark_or
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
     const cJSON *graphs = cJSON_GetObjectItemCaseSensitive(root, "graphs");
-    const cJSON *g = graph_of_kind(graphs, "decode"), *pg = graph_of_kind(graphs, "prefill");
+    const cJSON *g = manifest_graph(graphs, "decode"), *pg = manifest_graph(graphs, "prefill");
     const cJSON *form = cJSON_GetObjectItemCaseSensitive(g, "form");
     memset(info, 0, sizeof *info);
-    if (!number_of(g, "context", &info->context))
+    if (!manifest_int(g, "context", &info->context))
         st = ember_fail(EMBER_ERR_FORMAT, "%s: no decode graph with a context and layer_types",
                         paths.manifest);
     else if (form && (!cJSON_IsString(form) || spark_onnx_form_parse(form->valuestring, &info->form)))
@@ -104,7 +87,7 @@ ember_status spark_ort_manifest(const spark_config *c, const char *dir, spark_or
         int32_t ctx = 0;
         const cJSON *pform = cJSON_GetObjectItemCaseSensitive(pg, "form");
         spark_onnx_form pf = SPARK_ONNX_F32;
-        if (!number_of(pg, "tokens", &info->prefill_chunk) || !number_of(pg, "context", &ctx) ||
+        if (!manifest_int(pg, "tokens", &info->prefill_chunk) || !manifest_int(pg, "context", &ctx) ||
             ctx != info->context || info->prefill_chunk < 2 || info->prefill_chunk > ctx ||
             (pform && (!cJSON_IsString(pform) || spark_onnx_form_parse(pform->valuestring, &pf))) ||
             pf != info->form)

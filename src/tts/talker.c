@@ -11,6 +11,7 @@
 #include "base/pool.h"
 #include "base/status.h"
 #include "kernels/ops.h"
+#include "onnx/tts_ort.h"
 #include "tts/tts_internal.h"
 
 double tts_now_ms(void)
@@ -22,7 +23,7 @@ double tts_now_ms(void)
 
 tts_session_params tts_session_default_params(void)
 {
-    tts_session_params p = {4096, 64, 0};
+    tts_session_params p = {4096, 64, 0, NULL, NULL};
     return p;
 }
 
@@ -80,10 +81,20 @@ ember_status tts_session_create(const tts_model *m, const tts_session_params *pa
     s->p = p;
     s->exec.kernels = m->kernels;
     ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
+    if (!st && p.onnx_dir) {
+        st = tts_ort_open(&m->cfg, p.onnx_dir, p.onnx_runtime ? p.onnx_runtime : "libonnxruntime.so.1",
+                          p.n_threads, &s->ort);
+        /* the graphs' bucket bounds the talker's positions; prompts go in
+         * the talker prefill graph's chunks (the rest as steps) */
+        if (!st && s->p.max_context > tts_ort_context(s->ort)) s->p.max_context = tts_ort_context(s->ort);
+        if (!st && tts_ort_chunk_rows(s->ort) > 1 && tts_ort_chunk_rows(s->ort) <= 4096)
+            s->p.prefill_chunk = tts_ort_chunk_rows(s->ort);
+        if (st) st = ember_fail_prefix(st, "onnx backend %s", p.onnx_dir);
+    }
     if (!st) st = alloc_scratch(s);
     if (!st)
         st = tts_stack_state_init(&s->talker, &m->talker, &s->exec, s->qbuf, p.n_threads,
-                                  p.max_context, p.prefill_chunk);
+                                  s->p.max_context, s->p.prefill_chunk);
     if (!st)
         st = tts_stack_state_init(&s->predictor, &m->predictor, &s->exec, s->qbuf, p.n_threads,
                                   m->cfg.n_groups, 2);
@@ -99,6 +110,7 @@ void tts_session_free(tts_session *s)
 {
     if (!s) return;
     pool_free(s->exec.pool);
+    tts_ort_free(s->ort);
     tts_stack_state_free(&s->talker);
     tts_stack_state_free(&s->predictor);
     et_sampler_free(s->talker_sampler);
@@ -129,6 +141,30 @@ static void talker_head(tts_session *s, const float *x)
     const tts_stack_config *tc = &m->cfg.talker;
     ek_rmsnorm(s->h_last, x, m->talker.final_norm, tc->hidden, tc->rms_eps);
     ek_matmul(&s->exec, s->talker_logits, tc->vocab, s->h_last, 1, &m->codec_head, NULL, s->qbuf);
+}
+
+ember_status tts_talker_rows(tts_session *s, float *x, int64_t pos, int32_t n, int head)
+{
+    const int64_t th = s->m->cfg.talker.hidden;
+    if (!s->ort) {
+        tts_stack_forward(&s->talker, x, pos, n);
+        if (head) talker_head(s, x + (int64_t)(n - 1) * th);
+        return EMBER_OK;
+    }
+    const float *logits = NULL, *hidden = NULL;
+    const int32_t N = tts_ort_chunk_rows(s->ort);
+    for (int32_t t = 0; t < n;) {
+        const int chunk = N && n - t >= N;
+        ember_status st = chunk ? tts_ort_talker_chunk(s->ort, x + t * th, &logits, &hidden)
+                                : tts_ort_talker_step(s->ort, x + t * th, &logits, &hidden);
+        if (st) return st;
+        t += chunk ? N : 1;
+    }
+    if (head) {
+        memcpy(s->talker_logits, logits, (size_t)s->m->cfg.talker.vocab * sizeof *logits);
+        memcpy(s->h_last, hidden, (size_t)th * sizeof *hidden);
+    }
+    return EMBER_OK;
 }
 
 static ember_status make_samplers(tts_session *s, const tts_request *r)
@@ -214,6 +250,7 @@ ember_status tts_session_start(tts_session *s, const tts_request *r)
     const int32_t chunk = s->p.prefill_chunk;
     int32_t ids[4096];
     project_text(s, &c->tts_pad, 1, s->pad_term);
+    if (s->ort) tts_ort_talker_reset(s->ort);
     for (size_t done = 0; done < s->prompt.n_rows;) {
         int32_t n = (int32_t)(s->prompt.n_rows - done < (size_t)chunk ? s->prompt.n_rows - done
                                                                       : (size_t)chunk);
@@ -232,9 +269,9 @@ ember_status tts_session_start(tts_session *s, const tts_request *r)
             else ek_row_to_f32(s->pred_in, &s->m->codec_embed, rows[t].codec);
             for (int64_t i = 0; i < th; i++) s->x[t * th + i] += add[i];
         }
-        tts_stack_forward(&s->talker, s->x, (int64_t)done, n);
+        const int last = done + (size_t)n == s->prompt.n_rows;
+        if ((st = tts_talker_rows(s, s->x, (int64_t)done, n, last))) return st;
         done += (size_t)n;
-        if (done == s->prompt.n_rows) talker_head(s, s->x + (int64_t)(n - 1) * th);
     }
     s->pos = (int64_t)s->prompt.n_rows;
     s->next_trailing = 0;
@@ -292,7 +329,8 @@ ember_status tts_session_step(tts_session *s, const int32_t *force, int32_t *cod
         return EMBER_OK;
     }
     double t1 = tts_now_ms();
-    tts_predictor_frame(s, c0, force, codes);
+    ember_status st = tts_predictor_frame(s, c0, force, codes);
+    if (st) return st;
     codes[0] = c0;
     double t2 = tts_now_ms();
 
@@ -306,9 +344,8 @@ ember_status tts_session_step(tts_session *s, const int32_t *force, int32_t *cod
         text_term = s->pred_in;
     }
     for (int64_t i = 0; i < th; i++) s->x[i] += text_term[i];
-    tts_stack_forward(&s->talker, s->x, s->pos, 1);
+    if ((st = tts_talker_rows(s, s->x, s->pos, 1, 1))) return st;
     s->pos++;
-    talker_head(s, s->x);
     s->frames++;
     double t3 = tts_now_ms();
     s->talker_ms += (t1 - t0) + (t3 - t2);

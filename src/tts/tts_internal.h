@@ -9,11 +9,14 @@
 #include "tts/tts_session.h"
 #include "tts/tts_stack.h"
 
+typedef struct tts_ort tts_ort;
+
 struct tts_session {
     const tts_model *m;
     tts_session_params p;
     ek_exec exec;
     tts_stack_state talker, predictor;
+    tts_ort *ort; /* the onnx backend's steps, or NULL: native */
     et_sampler *talker_sampler, *pred_sampler; /* made per request */
     void *qbuf;
 
@@ -42,7 +45,12 @@ struct tts_session {
 /* Runs the code predictor for one frame whose codebook 0 is c0 (s->h_last
  * holds the talker state that produced it): fills codes[1..n_groups-1],
  * sampled, or taken from force[1..] when force is not NULL. */
-void tts_predictor_frame(tts_session *s, int32_t c0, const int32_t *force, int32_t *codes);
+ember_status tts_predictor_frame(tts_session *s, int32_t c0, const int32_t *force, int32_t *codes);
+
+/* The talker over n embedded rows x (n x hidden) at positions pos..: the
+ * native stack or the onnx backend; the last row's normed state and codec
+ * logits land in s->h_last and s->talker_logits when `head` is set. */
+ember_status tts_talker_rows(tts_session *s, float *x, int64_t pos, int32_t n, int head);
 
 double tts_now_ms(void);
 

@@ -19,6 +19,13 @@ typedef struct tts_session_params {
     int32_t max_context;   /* talker positions (prompt + frames); default 4096 */
     int32_t prefill_chunk; /* default 64 */
     int32_t n_threads;     /* incl. the caller; 0 = one per online CPU */
+    /* NULL: ember's kernels run the talker and predictor; else an `ember
+     * export onnx` folder whose step graphs ONNX Runtime (the library at
+     * onnx_runtime, NULL: libonnxruntime.so.1) runs instead, ember's host
+     * loop around them (prompt, sampling, embeddings); max_context is
+     * capped at the graphs' bucket */
+    const char *onnx_dir;
+    const char *onnx_runtime;
 } tts_session_params;
 
 tts_session_params tts_session_default_params(void);

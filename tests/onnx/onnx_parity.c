@@ -28,24 +28,7 @@
 #include "llm/prefix.h"
 #include "llm/spark.h"
 #include "onnx/spark_ort.h"
-
-static double snr_db(const float *ref, const float *x, int32_t n)
-{
-    double sig = 0, err = 0;
-    for (int32_t i = 0; i < n; i++) {
-        sig += (double)ref[i] * ref[i];
-        err += ((double)x[i] - ref[i]) * ((double)x[i] - ref[i]);
-    }
-    return err == 0 ? 300.0 : 10.0 * log10(sig / err);
-}
-
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
+#include "parity_math.h"
 
 /* Feeds ids [from, to) and copies the last logits into out. */
 static ember_status feed(ember_session *s, const int32_t *ids, int32_t from, int32_t to, float *out,

@@ -247,6 +247,60 @@ static void export_refuses_tanh_gelu(void)
     ember_model_free(m);
 }
 
+/* The Qwen3-TTS steps: both graphs audited clean with the I/O the host
+ * loop binds; bad contexts, forms the widths cannot take and bad backends
+ * refused with nothing left behind. */
+static void tts_export_writes_and_refuses(void)
+{
+    ember_tts_params tp = ember_tts_default_params();
+    tp.codes_only = 1;
+    ember_tts *t;
+    REQUIRE(ember_tts_load("models/tts-tiny", &tp, &t) == EMBER_OK);
+    ember_export_params p = ember_export_default_params();
+    p.context = 64;
+    p.prefill_chunk = 8;
+    const char *out = path_in("tts");
+    REQUIRE(ember_export_onnx_tts(t, out, &p) == EMBER_OK);
+    report[0] = '\0';
+    CHECK(ember_export_onnx_check(out, collect, NULL) == EMBER_OK);
+    CHECK(strstr(report, "input past_key_2 float32 [2,16,63]") != NULL);      /* talker: 3 layers */
+    CHECK(strstr(report, "input past_value_1 float32 [2,15,16]") != NULL);    /* predictor: 15 slots */
+    CHECK(strstr(report, "input head int32 [1]") != NULL);
+    CHECK(strstr(report, "output hidden float32 [1,32]") != NULL);
+    CHECK(strstr(report, "input chunk_mask float32 [8,1,8]") != NULL);       /* the talker chunk */
+    CHECK(strstr(report, "output new_value_0 float32 [2,8,16]") != NULL);
+    const char *out2 = path_in("tts2");
+    p.context = 1;
+    EXPECT_FAIL(ember_export_onnx_tts(t, out2, &p), EMBER_ERR_INVALID_ARG, "context 1");
+    p.context = 64;
+    p.prefill_chunk = 65;
+    EXPECT_FAIL(ember_export_onnx_tts(t, out2, &p), EMBER_ERR_INVALID_ARG, "chunk 65");
+    p.prefill_chunk = 8;
+    p.form = EMBER_EXPORT_QDQ4; /* tiny widths are not multiples of 64 */
+    EXPECT_FAIL(ember_export_onnx_tts(t, out2, &p), EMBER_ERR_UNSUPPORTED, "multiples of 64");
+    p.form = (ember_export_form)7;
+    EXPECT_FAIL(ember_export_onnx_tts(t, out2, &p), EMBER_ERR_INVALID_ARG, "unknown form");
+    EXPECT_FAIL(ember_export_onnx_tts(NULL, out2, &p), EMBER_ERR_INVALID_ARG, "NULL");
+    CHECK(access(out2, F_OK) != 0);
+    ember_tts_free(t);
+
+    /* the speech model's backend option */
+    char backend[300];
+    tp.backend = "gpu";
+    EXPECT_FAIL(ember_tts_load("models/tts-tiny", &tp, &t), EMBER_ERR_INVALID_ARG, "expected cpu or onnx:DIR");
+    snprintf(backend, sizeof backend, "onnx:%s", out2);
+    tp.backend = backend;
+    EXPECT_FAIL(ember_tts_load("models/tts-tiny", &tp, &t), EMBER_ERR_IO, "manifest.json");
+    snprintf(backend, sizeof backend, "onnx:%s", out);
+    tp.onnx_runtime = path_in("no-such-libonnxruntime.so");
+    EXPECT_FAIL(ember_tts_load("models/tts-tiny", &tp, &t), EMBER_ERR_IO, "cannot load");
+    CHECK(t == NULL);
+    const char *files[] = {"tts/talker.onnx", "tts/predictor.onnx", "tts/talker_prefill.onnx",
+                           "tts/weights.onnx.data", "tts/manifest.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) remove(path_in(files[i]));
+    rmdir(out);
+}
+
 /* A data file shared by graphs stores a tensor once per name and bytes. */
 static void data_file_stores_shared_tensors_once(void)
 {
@@ -303,6 +357,7 @@ int main(void)
     RUN(layout_sizes_caches_by_type);
     RUN(export_writes_and_refuses);
     RUN(export_refuses_tanh_gelu);
+    RUN(tts_export_writes_and_refuses);
     RUN(data_file_stores_shared_tensors_once);
     RUN(prefill_graph_shares_the_weights);
     remove(path_in("small.onnx"));
