@@ -18,8 +18,24 @@
 #include "base/large_alloc.h"
 #include "cli.h"
 #include "ember.h"
+#include "kernels/cpu.h"
+#include "llm/spark.h"
 
 /* ---- the benchmark ------------------------------------------------------ */
+
+/* Multiply-adds per prompt token in the layers' matrices (prefill computes
+ * the output matrix for the last token only), times 2: the ops the prefill
+ * GOP/s figure counts. */
+static double prefill_ops_per_token(const ember_model *m)
+{
+    double macs = 0;
+    for (int32_t i = 0; i < m->cfg.n_layers; i++) {
+        const spark_layer *L = &m->layers[i];
+        const ek_matrix *w[] = {&L->wq, &L->wk, &L->wv, &L->wg, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t j = 0; j < sizeof w / sizeof *w; j++) macs += (double)w[j]->rows * (double)w[j]->cols;
+    }
+    return 2 * macs;
+}
 
 typedef struct result {
     int32_t ctx;
@@ -219,18 +235,24 @@ int cmd_bench(int argc, char **argv)
                 res[i].bytes_per_token / 1e6, 100 * res[i].roofline, res[i].read_bw_gbs,
                 (double)res[i].kv_bytes / 1e6, (double)res[i].peak.anon / 1e6,
                 (double)res[i].peak.file / 1e6);
+    /* prefill against the cores' int8 peak (measured: one core's x threads) */
+    const double ops_tok = prefill_ops_per_token(model), peak = ek_cpu_int8_peak_gops() * threads;
     if (json) {
         printf("{\"model\": \"%s\", \"kernels\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, "
                "\"all_full\": %s, \"prompt\": %d, \"gen\": %d, \"reps\": %d, \"load_s\": %.3f, "
-               "\"weight_bytes\": %zu, \"read_bw_gbs\": %.3f, \"results\": [",
+               "\"weight_bytes\": %zu, \"read_bw_gbs\": %.3f, \"prefill_ops_per_token\": %.0f, "
+               "\"int8_peak_gops\": %.0f, \"results\": [",
                dir, ember_model_kernels(model), cli_type_name(mp.weight_type),
                threads, mp.all_full_attention ? "true" : "false", n_prompt, n_gen, reps, load_s,
-               ember_model_weight_bytes(model), bw);
+               ember_model_weight_bytes(model), bw, ops_tok, peak);
         for (size_t i = 0; i < n_ctx; i++)
-            printf("%s{\"ctx\": %d, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
+            printf("%s{\"ctx\": %d, \"prefill_tok_s\": %.3f, \"prefill_gops\": %.1f, "
+                   "\"prefill_peak_fraction\": %.4f, \"decode_tok_s\": %.3f, "
                    "\"bytes_per_token\": %.0f, \"read_bw_gbs\": %.3f, \"roofline_fraction\": %.4f, "
                    "\"kv_bytes\": %zu, \"rss_anon_bytes\": %zu, \"rss_file_bytes\": %zu}",
-                   i ? ", " : "", res[i].ctx, res[i].prefill_tok_s, res[i].decode_tok_s,
+                   i ? ", " : "", res[i].ctx, res[i].prefill_tok_s,
+                   res[i].prefill_tok_s * ops_tok / 1e9,
+                   peak > 0 ? res[i].prefill_tok_s * ops_tok / 1e9 / peak : 0.0, res[i].decode_tok_s,
                    res[i].bytes_per_token, res[i].read_bw_gbs, res[i].roofline, res[i].kv_bytes,
                    res[i].peak.anon, res[i].peak.file);
         printf("]}\n");

@@ -18,4 +18,9 @@ ek_cpu ek_cpu_detect(void);
  * false without AVX-512 VNNI. */
 bool ek_cpu_zmm_full_width(void);
 
+/* One core's int8 multiply-add peak in GOP/s (a multiply-add is 2 ops):
+ * the measured rate of independent vpdpbusd at the faster width (~0.4 ms);
+ * 0 without AVX-512 VNNI. What prefill's integer matmuls are held to. */
+double ek_cpu_int8_peak_gops(void);
+
 #endif

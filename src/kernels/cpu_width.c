@@ -30,10 +30,10 @@ static double now_s(void)
 #define CLOBBERS "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
     "xmm10", "xmm11"
 
-__attribute__((target("avx512f,avx512vl,avx512vnni"))) static double burst(int zmm)
+__attribute__((target("avx512f,avx512vl,avx512vnni"))) static double burst(int zmm, int iters)
 {
     double t0 = now_s();
-    for (int i = 0; i < BURST_ITERS; i++) {
+    for (int i = 0; i < iters; i++) {
         if (zmm)
             __asm__ volatile(DP12("zmm") ::: CLOBBERS);
         else
@@ -42,20 +42,44 @@ __attribute__((target("avx512f,avx512vl,avx512vnni"))) static double burst(int z
     return now_s() - t0;
 }
 
-bool ek_cpu_zmm_full_width(void)
+/* The fastest of BURSTS bursts of each width, in seconds. */
+static void best_bursts(int iters, double best[2])
 {
-    ek_cpu c = ek_cpu_detect();
-    if (!(c.avx512f && c.avx512vl && c.avx512vnni)) return false;
-    double best[2] = {1e9, 1e9};
+    best[0] = best[1] = 1e9;
     for (int b = 0; b < BURSTS; b++)
         for (int zmm = 0; zmm < 2; zmm++) {
-            double t = burst(zmm);
+            double t = burst(zmm, iters);
             if (t < best[zmm]) best[zmm] = t;
         }
+}
+
+static bool has_vnni512(void)
+{
+    ek_cpu c = ek_cpu_detect();
+    return c.avx512f && c.avx512vl && c.avx512vnni;
+}
+
+bool ek_cpu_zmm_full_width(void)
+{
+    if (!has_vnni512()) return false;
+    double best[2];
+    best_bursts(BURST_ITERS, best);
     /* split: zmm takes ~2x as long as ymm; full: about the same */
     return best[1] < 1.4 * best[0];
 }
 
+double ek_cpu_int8_peak_gops(void)
+{
+    if (!has_vnni512()) return 0.0;
+    double best[2];
+    best_bursts(10 * BURST_ITERS, best); /* ~0.4 ms: long enough to time closely */
+    /* a vpdpbusd is 4 multiply-adds per 32-bit lane: 8 ops */
+    double ops = 12.0 * 10 * BURST_ITERS * 8;
+    double ymm = ops * 8 / best[0], zmm = ops * 16 / best[1];
+    return (ymm > zmm ? ymm : zmm) / 1e9;
+}
+
 #else
 bool ek_cpu_zmm_full_width(void) { return false; }
+double ek_cpu_int8_peak_gops(void) { return 0.0; }
 #endif

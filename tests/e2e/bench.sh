@@ -10,6 +10,19 @@ for key in ctx prefill_tok_s decode_tok_s bytes_per_token read_bw_gbs roofline_f
   grep -q "\"$key\"" <<<"$json" || missing="$missing $key"
 done
 if [ -z "$missing" ]; then pass bench_json_keys; else fail bench_json_keys "missing:$missing" "$json"; fi
+# prefill's ops per token: twice the layers' matrix entries, from config.json
+if $PY -c '
+import json, sys
+d, c = json.loads(sys.argv[1]), json.load(open("models/tiny/config.json"))
+h, nh, kv, hd, inter = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["intermediate_size"]
+gate = nh if c.get("headwise_attn_output_gate") else 0
+per = h * (nh + 2 * kv) * hd + h * gate + nh * hd * h + 3 * h * inter
+want = 2 * per * c["num_hidden_layers"]
+r = d["results"][0]
+ok = d["prefill_ops_per_token"] == want and d["int8_peak_gops"] >= 0 and "prefill_peak_fraction" in r
+ok = ok and abs(r["prefill_gops"] - r["prefill_tok_s"] * want / 1e9) <= 0.05 + 1e-3 * r["prefill_gops"]
+sys.exit(0 if ok else 1)' "$json"; then pass bench_prefill_ops_from_config
+else fail bench_prefill_ops_from_config "$json"; fi
 n=$(grep -o '"ctx": ' <<<"$json" | wc -l)
 if [ "$n" -eq 2 ]; then pass bench_one_result_per_context; else fail bench_one_result_per_context "$json"; fi
 # the hybrid cache is smaller than the all-full one at the same context
