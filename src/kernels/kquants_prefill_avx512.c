@@ -32,6 +32,7 @@
 #define INLINE static inline __attribute__((always_inline)) TARGET
 
 #include "kernels/kquants_unpack_avx512.h"
+#include "kernels/transpose_avx512.h"
 
 /* Packed activations per (block of 32, group of 16 tokens): 8 vectors of
  * bytes, the int32 sums of bytes 0-15 and 16-31, the fp32 block scales, and
@@ -176,44 +177,25 @@ INLINE void kp_tile(__m512 acc[KP_R][KP_G], const kp_weights *u, int nsb, const 
     }
 }
 
-/* y[t][i] (+)= acc[i][g] lane l for t = 16g + l < T, i < R. With 8 rows the
- * 8 x 16 blocks are transposed in registers so that each token's 8 results
- * leave as one 256-bit access (a token's row of y is 4 KiB-aligned often
- * enough that 8 scalar stores into it would each miss L1). */
+/* y[t][i] (+)= acc[i][g] lane l for t = 16g + l < T, i < R. With 8 rows
+ * each token's 8 results leave as one 256-bit access (transpose_avx512.h):
+ * a token's row of y is 4 KiB-aligned often enough that 8 scalar stores
+ * into it would each miss L1. */
 static TARGET void kp_store(float *y, int64_t ys, __m512 acc[KP_R][KP_G], int R, int T, int add)
 {
-    alignas(64) float quad[8][16];
+    alignas(64) float row[KP_R][16];
     for (int g = 0; g * 16 < T; g++) {
         const int n = T - 16 * g < 16 ? T - 16 * g : 16;
         float *yg = y + (int64_t)(16 * g) * ys;
-        if (R < KP_R) {
-            for (int i = 0; i < R; i++) _mm512_store_ps(quad[i], acc[i][g]);
-            for (int l = 0; l < n; l++)
-                for (int i = 0; i < R; i++) yg[l * ys + i] = (add ? yg[l * ys + i] : 0) + quad[i][l];
+        __m512 v[KP_R];
+        for (int i = 0; i < KP_R; i++) v[i] = acc[i][g];
+        if (R == KP_R) {
+            ek_store_rows8_t16(yg, ys, v, n, add);
             continue;
         }
-        /* pairs of rows interleaved, then quads: quad[m] lane q holds rows
-         * 0-3 of token 4q + m, quad[4 + m] lane q rows 4-7 */
-        __m512 a[8];
-        for (int i = 0; i < 8; i += 2) {
-            a[i / 2] = _mm512_unpacklo_ps(acc[i][g], acc[i + 1][g]);
-            a[4 + i / 2] = _mm512_unpackhi_ps(acc[i][g], acc[i + 1][g]);
-        }
-        /* a[p] (p < 4): rows 2p, 2p+1 of tokens 4q + 0, 1; a[4 + p]: tokens 4q + 2, 3 */
-        for (int h = 0; h < 2; h++) {
-            const __m512 *lo = &a[4 * h];
-            _mm512_store_ps(quad[2 * h], _mm512_shuffle_ps(lo[0], lo[1], 0x44));
-            _mm512_store_ps(quad[2 * h + 1], _mm512_shuffle_ps(lo[0], lo[1], 0xee));
-            _mm512_store_ps(quad[4 + 2 * h], _mm512_shuffle_ps(lo[2], lo[3], 0x44));
-            _mm512_store_ps(quad[4 + 2 * h + 1], _mm512_shuffle_ps(lo[2], lo[3], 0xee));
-        }
-        for (int l = 0; l < n; l++) {
-            const int m = l % 4, q = l / 4;
-            __m256 v = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(&quad[m][4 * q])),
-                                            _mm_load_ps(&quad[4 + m][4 * q]), 1);
-            float *o = yg + l * ys;
-            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), v) : v);
-        }
+        for (int i = 0; i < R; i++) _mm512_store_ps(row[i], v[i]);
+        for (int l = 0; l < n; l++)
+            for (int i = 0; i < R; i++) yg[l * ys + i] = (add ? yg[l * ys + i] : 0) + row[i][l];
     }
 }
 

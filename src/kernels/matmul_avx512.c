@@ -55,6 +55,8 @@ const ek_kernel_set *ek_kernels_avx512(void);
  * arrays live in registers. */
 #define INLINE static inline __attribute__((always_inline)) TARGET
 
+#include "kernels/transpose_avx512.h"
+
 /* Decode streams each weight byte once, from DRAM. Rows [r, r + R) are one
  * contiguous region, but a tile walks it as R interleaved short streams,
  * which the hardware prefetcher picks up late; so while a tile works through
@@ -655,9 +657,18 @@ static TARGET void gemm_q_packed(float *y, int64_t ys, const ek_matrix *w, int64
                     for (int64_t r = rp; r < rend;) {
                         const int full = rend - r >= R, n = full ? R : 1;
                         tiles[!full](tile, w->data, rb, r, xp + (size_t)p * pass_bytes, b0, nb);
-                        for (int i = 0; i < n; i++)
-                            for (int t = 0; t < T; t++)
-                                panel[t * PK_PANEL + (r - rp) + i] = tile[i * 64 + t];
+                        if (n == 8) { /* 16 tokens at a time, transposed in registers */
+                            for (int g = 0; g * 16 < T; g++) {
+                                __m512 v[8];
+                                for (int i = 0; i < 8; i++) v[i] = _mm512_load_ps(tile + i * 64 + 16 * g);
+                                ek_store_rows8_t16(panel + 16 * g * PK_PANEL + (r - rp), PK_PANEL, v,
+                                                   T - 16 * g < 16 ? T - 16 * g : 16, 0);
+                            }
+                        } else {
+                            for (int i = 0; i < n; i++)
+                                for (int t = 0; t < T; t++)
+                                    panel[t * PK_PANEL + (r - rp) + i] = tile[i * 64 + t];
+                        }
                         r += n;
                     }
                     for (int t = 0; t < T; t++) {
