@@ -715,8 +715,9 @@ static TARGET void gemm_q(float *y, int64_t ys, const ek_matrix *w, int64_t r0, 
         gemm_q8_0_rows(y, ys, w, r0, r1, x, xs, nt);
 }
 
-/* The rows8 layout (rows8.h): few tokens stream it with the interleaved
- * kernels of matmul_rows8_avx512.c; many (prefill) take the same 512-bit
+/* The rows8 layout (rows8.h): one token streams it with the interleaved
+ * kernels of matmul_rows8_avx512.c, 2..8 with their two-groups-per-zmm
+ * form; many (prefill) take the same 512-bit
  * token-major tiles as the row layout, reading each row's dwords where
  * rows8 puts them. Measured on Zen 5 (1.7B shapes 6144x2048, 2048x6144,
  * 2560x2048, 128 tokens, one thread, in one process alternating): the
@@ -726,6 +727,8 @@ static TARGET void gemm_q_r8(float *y, int64_t ys, const ek_matrix *w, int64_t r
 {
     if (nt > PAIR_MAX_TOKENS)
         gemm_q_packed(y, ys, w, r0, r1, x, xs, nt, q4, &pk_sixteens_r8);
+    else if (nt >= 2)
+        (q4 ? ek_gemm_rows8_q4_0_avx512_zmm : ek_gemm_rows8_q8_0_avx512_zmm)(y, ys, w, r0, r1, x, xs, nt);
     else if (q4)
         ek_gemm_rows8_q4_0_avx512(y, ys, w, r0, r1, x, xs, nt);
     else

@@ -247,6 +247,135 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
     }
 }
 
+/* ---- a few tokens at full 512-bit width ----------------------------------
+ *
+ * 2..8 tokens (a server's batched decode step, a speculative verify) are
+ * bound by the vector operations, not by memory, once the CPU has full-width
+ * 512-bit datapaths (ek_cpu_zmm_full_width): there two groups' vector k
+ * (16 rows' dword k) join in one zmm, and a token's dword k broadcast from
+ * memory (vpdpbusd's m32bcst operand) meets 16 rows per instruction: half
+ * the instructions of the 256-bit tiles above for the dot products, and the
+ * weights' joining (and Q4_0's nibble masks) are shared by every token.
+ * Per block and token: 8 vpdpbusd in two chains, then one conversion and
+ * one multiply-add into 16 fp32 row sums. */
+enum { Z_TOKENS = 4 }; /* tokens per pass over a pair of groups */
+
+INLINE __m512i dpbusd_bcast16(__m512i acc, __m512i w, const void *p)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const uint32_t *)p));
+    return acc;
+}
+
+INLINE __m512i join256(const uint8_t *a, const uint8_t *b)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
+}
+
+/* Rows [8g, 8g + 16) (group b = group a + 1, or a itself for a lone last
+ * group, whose upper half is not stored) x T tokens over all blocks. */
+INLINE void z_tile(float *y, int64_t ys, const uint8_t *ga, const uint8_t *gb, int64_t nbt,
+                   const r8_act *act, int kc, const char *x, size_t xs, const int T, const int q4,
+                   int two_groups)
+{
+    const size_t bs = EK_ROWS8_SCALES + (q4 ? 128 : 256);
+    __m512 acc[Z_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    const __m512i m0f = _mm512_set1_epi8(0x0f), mf0 = _mm512_set1_epi8((char)0xf0);
+    for (int64_t b = 0; b < nbt; b++) {
+        const uint8_t *pa = ga + (size_t)b * bs, *pb = gb + (size_t)b * bs;
+        const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa)),
+            _mm_loadu_si128((const __m128i *)pb), 1));
+        __m512i wv[8];
+        if (!q4) {
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                wv[k] = join256(pa + EK_ROWS8_SCALES + 32 * k, pb + EK_ROWS8_SCALES + 32 * k);
+        } else {
+            /* low nibbles are elements 4k.., high ones 16 + 4k.. kept in
+             * place (16x), the chain divided by 16 once, exactly */
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                __m512i v = join256(pa + EK_ROWS8_SCALES + 32 * k, pb + EK_ROWS8_SCALES + 32 * k);
+                wv[k] = _mm512_and_si512(v, m0f);
+                wv[4 + k] = _mm512_and_si512(v, mf0);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
+            const int8_t *xq = ((const ek_block_q8_0 *)(x + (size_t)t * xs))[b].q;
+            __m512i ia = _mm512_set1_epi32(act[t * kc + b].corr), ib = _mm512_setzero_si512();
+            if (!q4) {
+                _Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
+                    ia = dpbusd_bcast16(ia, wv[k], xq + 4 * k);
+                    ib = dpbusd_bcast16(ib, wv[k + 1], xq + 4 * k + 4);
+                }
+            } else {
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                    ia = dpbusd_bcast16(ia, wv[k], xq + 4 * k);
+                    ib = dpbusd_bcast16(ib, wv[4 + k], xq + 16 + 4 * k);
+                }
+                ib = _mm512_srai_epi32(ib, 4);
+            }
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(ia, ib)),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(act[t * kc + b].d)), acc[t]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
+        if (two_groups)
+            _mm512_storeu_ps(y + t * ys, acc[t]);
+        else
+            _mm256_storeu_ps(y + t * ys, _mm512_castps512_ps256(acc[t]));
+    }
+}
+
+#define Z_TILE(T, Q4)                                                                            \
+    static TARGET void z_##T##_##Q4(float *y, int64_t ys, const uint8_t *ga, const uint8_t *gb,  \
+                                    int64_t nbt, const r8_act *act, int kc, const char *x,       \
+                                    size_t xs, int two_groups)                                   \
+    {                                                                                            \
+        z_tile(y, ys, ga, gb, nbt, act, kc, x, xs, T, Q4, two_groups);                           \
+    }
+Z_TILE(1, 0) Z_TILE(2, 0) Z_TILE(3, 0) Z_TILE(4, 0)
+Z_TILE(1, 1) Z_TILE(2, 1) Z_TILE(3, 1) Z_TILE(4, 1)
+typedef void (*z_tile_fn)(float *, int64_t, const uint8_t *, const uint8_t *, int64_t,
+                          const r8_act *, int, const char *, size_t, int);
+static const z_tile_fn z_tiles[2][Z_TOKENS] = {{z_1_0, z_2_0, z_3_0, z_4_0},
+                                               {z_1_1, z_2_1, z_3_1, z_4_1}};
+
+static TARGET void gemm_rows8_zmm(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
+                                  int64_t r1, const void *xv, size_t xs, int nt, int q4)
+{
+    r8_act act[R8_ACT_MAX];
+    const char *x = xv;
+    const int64_t nbt = w->cols / EK_QBLOCK;
+    const size_t gbytes = EK_ROWS8 * ek_row_bytes(w->dtype, w->cols);
+    if ((int64_t)nt * nbt > R8_ACT_MAX) { /* more than this path is for */
+        gemm_rows8(y, ys, w, r0, r1, xv, xs, nt, q4);
+        return;
+    }
+    fill_act(act, (int)nbt, x, xs, nt, 0, nbt, q4);
+    for (int64_t r = r0; r < r1; r += 16) {
+        const int two = r1 - r >= 16;
+        const uint8_t *ga = (const uint8_t *)w->data + (size_t)(r / EK_ROWS8) * gbytes;
+        for (int t0 = 0; t0 < nt; t0 += Z_TOKENS) {
+            const int T = nt - t0 < Z_TOKENS ? nt - t0 : Z_TOKENS;
+            z_tiles[q4][T - 1](y + (int64_t)t0 * ys + r, ys, ga, two ? ga + gbytes : ga, nbt,
+                               act + (size_t)t0 * (size_t)nbt, (int)nbt, x + (size_t)t0 * xs, xs, two);
+        }
+    }
+}
+
+void ek_gemm_rows8_q8_0_avx512_zmm(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
+                                   int64_t r1, const void *x, size_t xs, int nt)
+{
+    gemm_rows8_zmm(y, ys, w, r0, r1, x, xs, nt, 0);
+}
+
+void ek_gemm_rows8_q4_0_avx512_zmm(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
+                                   int64_t r1, const void *x, size_t xs, int nt)
+{
+    gemm_rows8_zmm(y, ys, w, r0, r1, x, xs, nt, 1);
+}
+
 void ek_gemm_rows8_q8_0_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                                const void *x, size_t xs, int nt)
 {

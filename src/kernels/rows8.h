@@ -75,5 +75,12 @@ void ek_gemm_rows8_q8_0_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t
                                const void *x, size_t xs, int nt);
 void ek_gemm_rows8_q4_0_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                                const void *x, size_t xs, int nt);
+/* The same for a few tokens (2..8) where 512-bit operations run at full
+ * width: two groups per zmm (any token count is correct; others go to the
+ * above). */
+void ek_gemm_rows8_q8_0_avx512_zmm(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
+                                   int64_t r1, const void *x, size_t xs, int nt);
+void ek_gemm_rows8_q4_0_avx512_zmm(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
+                                   int64_t r1, const void *x, size_t xs, int nt);
 
 #endif
