@@ -102,7 +102,8 @@ ember_status wt_fetch_f32(wt_loader *ld, const char *name, int n_dims, const int
         buf->p = p;
         buf->cap = n;
     }
-    f->to_f32(t->data, buf->p, (int64_t)n);
+    /* the kernel set's conversion where it has one (exact, like the table's) */
+    (ld->kernels ? ek_kernels_to_f32(ld->kernels, t->dtype) : f->to_f32)(t->data, buf->p, (int64_t)n);
     drop_source_pages(t->data, t->nbytes); /* the caller repacks the copy */
     *out = buf->p;
     return EMBER_OK;
