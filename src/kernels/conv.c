@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/large_alloc.h"
 #include "base/status.h"
 #include "kernels/formats.h"
 
@@ -56,6 +57,22 @@ static float bf16_value(uint16_t h)
     return f;
 }
 
+/* The panels of an fp32 Conv1d [cout][cin][taps] by a sequential read of
+ * each output channel: the same floats as pack()'s gather, which reads 16
+ * rows cin * taps apart per element and dominated loading the speaker
+ * encoder. */
+static void pack_direct_f32(float *panels, const float *w, int32_t cout, int32_t cin, int32_t taps)
+{
+    const int32_t P = EK_CONV_PANEL;
+    for (int32_t o = 0; o < cout; o++) {
+        float *panel = panels + (size_t)(o / P) * (size_t)taps * (size_t)cin * P;
+        const int32_t l = o % P;
+        const float *src = w + (size_t)o * (size_t)cin * (size_t)taps;
+        for (int32_t ci = 0; ci < cin; ci++)
+            for (int32_t j = 0; j < taps; j++) panel[((size_t)j * cin + ci) * P + l] = src[(size_t)ci * taps + j];
+    }
+}
+
 static ember_status pack(ek_conv_weights *out, ek_conv_format format, int32_t cout, int32_t cin,
                          int32_t taps, weight_at_fn at, const void *ctx)
 {
@@ -75,9 +92,18 @@ static ember_status pack(ek_conv_weights *out, ek_conv_format format, int32_t co
     out->n_panels = (cout + P - 1) / P;
     out->panel_bytes = (size_t)taps * (size_t)cin * P * es;
     size_t bytes = out->panel_bytes * (size_t)out->n_panels;
-    out->data = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    /* large panels in huge pages (ember_large_alloc: 2 MiB aligned), the
+     * rest 64-byte aligned for the kernels' loads */
+    const size_t padded = (bytes + 63) & ~(size_t)63;
+    out->data = padded >= ((size_t)2 << 20) ? ember_large_alloc(padded) : aligned_alloc(64, padded);
     if (!out->data)
         return ember_fail(EMBER_ERR_NO_MEMORY, "conv weights: cannot allocate %zu bytes", bytes);
+    if (format == EK_CONV_F32 && at == conv_weight_at) {
+        const conv_src *src = ctx;
+        if (cout % P) memset(out->data, 0, bytes); /* the last panel's unused lanes */
+        pack_direct_f32(out->data, src->w, cout, cin, taps);
+        return EMBER_OK;
+    }
     for (int32_t p = 0; p < out->n_panels; p++) {
         char *panel = (char *)out->data + (size_t)p * out->panel_bytes;
         for (int32_t j = 0; j < taps; j++)

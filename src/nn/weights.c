@@ -97,12 +97,16 @@ ember_status wt_fetch_f32(wt_loader *ld, const char *name, int n_dims, const int
                           "BF16), not %s", ck_path(ld->ck), name, et_dtype_name(t->dtype));
     const size_t n = (size_t)et_tensor_numel(t);
     if (n > buf->cap) {
-        float *p = realloc(buf->p, n * sizeof(float));
-        if (!p) return ember_fail(EMBER_ERR_NO_MEMORY, "loading '%s': out of memory", name);
-        buf->p = p;
+        /* nothing to keep: a fresh buffer, in huge pages when large (the
+         * largest tensor's worth of 4 KiB page faults otherwise) */
+        free(buf->p);
+        buf->cap = 0;
+        if (!(buf->p = ember_large_alloc(n * sizeof(float))))
+            return ember_fail(EMBER_ERR_NO_MEMORY, "loading '%s': out of memory", name);
         buf->cap = n;
     }
-    f->to_f32(t->data, buf->p, (int64_t)n);
+    /* the kernel set's conversion where it has one (exact, like the table's) */
+    (ld->kernels ? ek_kernels_to_f32(ld->kernels, t->dtype) : f->to_f32)(t->data, buf->p, (int64_t)n);
     drop_source_pages(t->data, t->nbytes); /* the caller repacks the copy */
     *out = buf->p;
     return EMBER_OK;

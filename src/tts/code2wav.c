@@ -69,6 +69,8 @@ struct c2w_stream {
     float *wino;    /* Winograd scratch */
     size_t bf16_cap;
     float *front_a, *front_b, *front_h; /* front scratch */
+    float *drop;                        /* a pass's samples nobody hears (priming) */
+    int32_t tail_frames;                /* frames that fix the stages after the front */
     float *pcm_cursor;
     void *allocs[MAX_ALLOCS];
     int32_t n_allocs;
@@ -382,6 +384,32 @@ static ember_status alloc_stage(c2w_stream *s, stage *st, int32_t cin)
     return ok ? EMBER_OK : ember_fail(EMBER_ERR_NO_MEMORY, "speech decoder: out of memory");
 }
 
+/* How many of the last frames decide the state of every stage after the
+ * front. Those stages are convolutions without feedback: a stage's state is
+ * its history rows, which depend on a bounded span of its input. Summed
+ * down the chain in output samples (each history row at its buffer's rate,
+ * plus one input row a stage for the transposed convs' overlap and row
+ * rounding), that span is about 11 frames with the real config. Only the
+ * front (the transformer's key rings) needs every frame. */
+static int32_t tail_frames(const c2w_stream *s)
+{
+    const int64_t spf = s->m->cfg.samples_per_frame;
+    int64_t rows_in = 1, samples = 0; /* input rows per frame of stage i */
+    for (int32_t i = 1; i < s->n_stages; i++) {
+        const stage *st = &s->stages[i];
+        rows_in *= s->stages[i - 1].up;
+        const int64_t in_step = spf / rows_in, out_step = spf / (rows_in * st->up);
+        samples += in_step; /* the overlap / rounding row */
+        for (int32_t k = 0; k < 4; k++) {
+            /* an upsample stage's history and a block's residual-unit
+             * histories are at the stage's output rate */
+            const int at_output = st->kind == ST_UPSAMPLE || (st->kind == ST_BLOCK && k > 0);
+            samples += (int64_t)st->in[k].hist * (at_output ? out_step : in_step);
+        }
+    }
+    return (int32_t)((samples + spf - 1) / spf) + 1;
+}
+
 c2w_stream_params c2w_stream_default_params(void)
 {
     c2w_stream_params p = {0, 25};
@@ -419,6 +447,8 @@ static ember_status build(c2w_stream *s, const c2w_stream_params *p)
     s->front_a = alloc_floats(s, (size_t)P * c->vq_dim);
     s->front_b = alloc_floats(s, (size_t)P * c->vq_dim);
     s->front_h = alloc_floats(s, (size_t)P * hid);
+    s->drop = alloc_floats(s, (size_t)P * (size_t)c->samples_per_frame);
+    s->tail_frames = tail_frames(s);
     if (m->conv_format == EK_CONV_BF16) s->bf16 = (uint16_t *)alloc_floats(s, s->bf16_cap / 2 + 1);
     size_t wino = 0;
     for (int32_t b = 0; b < c->n_blocks; b++)
@@ -428,7 +458,7 @@ static ember_status build(c2w_stream *s, const c2w_stream_params *p)
                 wino = ek_winograd_scratch_floats(&m->blocks[b].units[u].conv1_fast);
     if (wino && !(s->wino = alloc_floats(s, wino)))
         return ember_fail(EMBER_ERR_NO_MEMORY, "speech decoder: out of memory");
-    if (!s->qbuf || !s->front_a || !s->front_b || !s->front_h ||
+    if (!s->qbuf || !s->front_a || !s->front_b || !s->front_h || !s->drop ||
         (m->conv_format == EK_CONV_BF16 && !s->bf16))
         return ember_fail(EMBER_ERR_NO_MEMORY, "speech decoder: out of memory");
     /* every layer is sliding: the ring holds window-1 keys whatever the
@@ -495,23 +525,52 @@ ember_status c2w_stream_pin(c2w_stream *s, const int32_t *cpus, int32_t n)
     return pool_pin(s->exec.pool, cpus, n);
 }
 
-ember_status c2w_stream_push(c2w_stream *s, const int32_t *codes, int32_t n_frames, float *pcm)
+/* Every code in [0, codebook_size). */
+static ember_status check_codes(const c2w_config *c, const int32_t *codes, int32_t n_frames)
 {
-    if (!s || (n_frames && (!codes || !pcm)) || n_frames < 0)
-        return ember_fail(EMBER_ERR_INVALID_ARG, "c2w_stream_push: bad arguments");
-    const c2w_config *c = &s->m->cfg;
     for (int64_t i = 0; i < (int64_t)n_frames * c->n_quantizers; i++)
         if (codes[i] < 0 || codes[i] >= c->codebook_size)
             return ember_fail(EMBER_ERR_INVALID_ARG,
                               "speech decoder: code %d of frame %lld is %d, outside [0, %d)",
                               (int)(i % c->n_quantizers), (long long)(i / c->n_quantizers),
                               codes[i], c->codebook_size);
+    return EMBER_OK;
+}
+
+ember_status c2w_stream_push(c2w_stream *s, const int32_t *codes, int32_t n_frames, float *pcm)
+{
+    if (!s || (n_frames && (!codes || !pcm)) || n_frames < 0)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "c2w_stream_push: bad arguments");
+    const c2w_config *c = &s->m->cfg;
+    ember_status st = check_codes(c, codes, n_frames);
+    if (st) return st;
     s->pcm_cursor = pcm;
     stage *front = &s->stages[0];
     for (int32_t off = 0; off < n_frames; off += s->frames_per_pass) {
         int32_t k = n_frames - off < s->frames_per_pass ? n_frames - off : s->frames_per_pass;
         run_front(s, front, codes + (int64_t)off * c->n_quantizers, k);
         run_from(s, 1, front->out, k);
+    }
+    return EMBER_OK;
+}
+
+ember_status c2w_stream_prime(c2w_stream *s, const int32_t *codes, int32_t n_frames)
+{
+    if (!s || (n_frames && !codes) || n_frames < 0)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "c2w_stream_prime: bad arguments");
+    const c2w_config *c = &s->m->cfg;
+    ember_status st = check_codes(c, codes, n_frames);
+    if (st) return st;
+    stage *front = &s->stages[0];
+    /* the frames before the tail reach only the front; the tail then runs
+     * the whole chain into samples that are dropped */
+    const int32_t tail0 = n_frames > s->tail_frames ? n_frames - s->tail_frames : 0;
+    for (int32_t off = 0; off < n_frames; off += s->frames_per_pass) {
+        int32_t k = n_frames - off < s->frames_per_pass ? n_frames - off : s->frames_per_pass;
+        run_front(s, front, codes + (int64_t)off * c->n_quantizers, k);
+        const int32_t skip = tail0 > off ? (tail0 - off < k ? tail0 - off : k) : 0;
+        s->pcm_cursor = s->drop;
+        if (skip < k) run_from(s, 1, front->out + (size_t)skip * front->cout, k - skip);
     }
     return EMBER_OK;
 }

@@ -126,6 +126,13 @@ void c2w_stream_reset(c2w_stream *s);
 /* Decodes n_frames frames (codes frame-major, n_quantizers each, every code
  * in [0, codebook_size)) into pcm (n_frames x samples_per_frame floats). */
 ember_status c2w_stream_push(c2w_stream *s, const int32_t *codes, int32_t n_frames, float *pcm);
+/* Pushes n_frames frames whose audio nobody hears (an in-context clone's
+ * reference): the state afterwards is the one c2w_stream_push leaves, within
+ * fp32 rounding as for any chunking, but only the front (dequantisation,
+ * pre_conv, transformer) sees every frame; the convolution stages after it
+ * see only the last few (their receptive field, ~11 frames), so priming with
+ * a 10 s reference costs about a tenth of decoding it. */
+ember_status c2w_stream_prime(c2w_stream *s, const int32_t *codes, int32_t n_frames);
 const c2w_model *c2w_stream_model(const c2w_stream *s);
 /* The stream's threads, and how many of them the next pushes use. */
 int32_t c2w_stream_threads(const c2w_stream *s);

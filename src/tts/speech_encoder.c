@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/large_alloc.h"
+#include "base/pool.h"
 #include "base/status.h"
 #include "io/checkpoint.h"
 #include "kernels/conv.h"
@@ -253,31 +255,58 @@ int64_t se_encoder_frames(const se_encoder *e, size_t n)
 
 static float elu(float x) { return x > 0.0f ? x : expm1f(x); }
 
+/* The conv input rows [-hist, padded) (zeros or row 0 / L-1 repeated
+ * outside [0, L)), ELU'd when asked: split over the pool by rows, as on the
+ * first stages (240,000 rows of 64 for 10 s) the scalar expm1f is a large
+ * part of the encoder. */
+typedef struct input_rows {
+    float *buf;
+    const float *x;
+    int64_t L, hist, padded;
+    size_t cin;
+    int act, replicate;
+} input_rows;
+
+static void fill_rows(void *p, int part, int n_parts, int worker)
+{
+    const input_rows *r = p;
+    int64_t r0, r1;
+    (void)worker;
+    pool_split(r->hist + r->padded, 64, part, n_parts, &r0, &r1);
+    for (int64_t t = r0 - r->hist; t < r1 - r->hist; t++) {
+        float *row = r->buf + (size_t)(t + r->hist) * r->cin;
+        const int64_t src = t < 0 ? 0 : t >= r->L ? r->L - 1 : t;
+        if ((t < 0 || t >= r->L) && !r->replicate) {
+            memset(row, 0, sizeof(float) * r->cin);
+            continue;
+        }
+        const float *x = r->x + (size_t)src * r->cin;
+        if (r->act)
+            for (size_t i = 0; i < r->cin; i++) row[i] = elu(x[i]);
+        else
+            memcpy(row, x, sizeof(float) * r->cin);
+    }
+}
+
 /* y = conv(x) for x [L][cin] (ELU'd first when asked), causal: k - s rows of
  * zeros (replicate: row 0 repeated) before it and enough after it for
- * ceil(L / s) outputs (zeros, or the last row). Returns y (malloc'd,
- * *out_len rows of cout) or NULL. */
+ * ceil(L / s) outputs (zeros, or the last row). Returns y (*out_len rows of
+ * cout; free() it) or NULL. The buffers of the first stages are tens of MB:
+ * in huge pages, or their page faults cost as much as the convolutions. */
 static float *run_conv(const ek_exec *ex, const se_conv *c, const float *x, int64_t L, int act,
                        int replicate, int64_t *out_len)
 {
     const int64_t s = c->stride, hist = c->k - s, padded = (L + s - 1) / s * s;
     const size_t cin = (size_t)c->cin;
-    float *buf = malloc(sizeof(float) * (size_t)(hist + padded) * cin);
-    float *y = malloc(sizeof(float) * (size_t)(padded / s) * (size_t)c->cout);
+    float *buf = ember_large_alloc(sizeof(float) * (size_t)(hist + padded) * cin);
+    float *y = ember_large_alloc(sizeof(float) * (size_t)(padded / s) * (size_t)c->cout);
     if (!buf || !y) {
         free(buf);
         free(y);
         return NULL;
     }
-    for (int64_t t = -hist; t < padded; t++) {
-        float *row = buf + (size_t)(t + hist) * cin;
-        const int64_t src = t < 0 ? 0 : t >= L ? L - 1 : t;
-        if ((t < 0 || t >= L) && !replicate) {
-            memset(row, 0, sizeof(float) * cin);
-            continue;
-        }
-        for (size_t i = 0; i < cin; i++) row[i] = act ? elu(x[(size_t)src * cin + i]) : x[(size_t)src * cin + i];
-    }
+    input_rows rows = {buf, x, L, hist, padded, cin, act, replicate};
+    pool_run(ex->pool, fill_rows, &rows, hist + padded >= 4096 ? 4 * pool_size(ex->pool) : 1);
     ek_conv_run(ex, y, c->cout, &c->w, c->bias, buf + (size_t)hist * cin, (int64_t)(s * cin),
                 (int32_t)(padded / s), 1);
     free(buf);

@@ -111,16 +111,15 @@ static void *decoder_main(void *arg)
     int32_t want = h->first_size;
     /* in-context cloning: the reference frames lead the stream (its state
      * then continues the recording), their audio is not heard; decoded on
-     * every core while the generator prefills */
+     * every core while the generator prefills, the convolutions only over the
+     * last few frames that fix their state (c2w_stream_prime) */
     c2w_stream_use_threads(h->dec, h->dec_all);
-    for (int32_t f = 0; f < h->n_prime;) {
-        const int32_t n = h->n_prime - f < h->flush_cap ? h->n_prime - f : h->flush_cap;
-        ember_status st = c2w_stream_push(h->dec, h->prime + (size_t)f * h->groups, n, h->pcm);
+    if (h->n_prime) {
+        ember_status st = c2w_stream_prime(h->dec, h->prime, h->n_prime);
         if (st) {
             decoder_failed(h, st);
             return NULL;
         }
-        f += n;
     }
     for (int32_t i = 0;; i++) {
         pthread_mutex_lock(&h->mu);
