@@ -191,7 +191,7 @@ build-fuzz/%: fuzz/%.c build-fuzz/libember.a
 # adds the GGUF reader.
 CROSS_CC  ?= aarch64-linux-gnu-gcc
 QEMU_A64  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
-NEON_SRC  := $(sort $(wildcard src/kernels/*.c)) src/base/pool.c src/base/status.c \
+NEON_SRC  := $(sort $(wildcard src/kernels/*.c)) src/base/pool.c src/base/status.c src/base/large_alloc.c \
              src/io/tensor.c tests/unit/check.c
 NEON_HDR  := $(wildcard include/*.h src/kernels/*.h src/base/*.h src/io/tensor.h src/io/gguf.h tests/unit/check.h)
 build/neon/test_kernels: $(NEON_SRC) tests/unit/test_kernels.c $(NEON_HDR)
