@@ -129,13 +129,22 @@ void ek_gemm_kquant_scalar(float *y, int64_t y_stride, const struct ek_matrix *w
 void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
 
-/* The AVX2 twin (kquants_avx2.c: vpmaddubsw, no VNNI): only for CPUs the
- * avx2 set runs on. */
+/* The AVX-512 decode engine for the types scaled per sub-block of 32
+ * (kquants_sb32_avx512.c: Q4_K, Q5_K, IQ4_XS; any other type takes the
+ * scalar kernel): one to a few tokens, only for CPUs the avx512 set runs
+ * on. */
+int ek_kquant_sb32_avx512_covers(et_dtype dtype);
+void ek_gemm_kquant_sb32_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
+                                const void *x, size_t x_stride, int n_tokens);
+
 /* The AVX-512 prefill engine (kquants_prefill_avx512.c): token-major tiles
  * for many tokens; it covers the 256-value types (not IQ4_NL). */
 int ek_kquant_prefill_avx512_covers(et_dtype dtype);
 void ek_gemm_kquant_prefill_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0,
                                    int64_t r1, const void *x, size_t x_stride, int n_tokens);
+
+/* The AVX2 twin (kquants_avx2.c: vpmaddubsw, no VNNI): only for CPUs the
+ * avx2 set runs on. */
 void ek_gemm_kquant_avx2(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                          const void *x, size_t x_stride, int n_tokens);
 

@@ -14,6 +14,10 @@
  * KT tokens: this is the engine for decode and a few tokens; many take
  * the token-major tiles of kquants_prefill_avx512.c.
  *
+ * The avx512 set decodes Q4_K, Q5_K and IQ4_XS on kquants_sb32_avx512.c
+ * instead (one fp32 scale per sub-block of 32); this engine still computes
+ * them when called directly.
+ *
  * Built with target attributes like matmul_avx512.c; the set hands it out
  * only on CPUs with AVX-512 F/BW/VL/VNNI. */
 #include "kernels/kquants.h"

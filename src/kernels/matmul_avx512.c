@@ -736,17 +736,19 @@ static TARGET void gemm_q_r8(float *y, int64_t ys, const ek_matrix *w, int64_t r
 }
 
 /* K-quants: the decode engines up to PAIR_MAX_TOKENS tokens, the
- * token-major prefill tiles above (kquants_prefill_avx512.c). Q4_K and Q5_K
- * decode on the avx2 engine: measured faster for the per-32-scale types (2
- * threads, 6144x2048: Q4_K 34.9 vs 18.5 GB/s, Q5_K 32.8 vs 23.5), integer
- * scales in vpmaddwd beating the avx512 engine's per-lane float scaling. */
+ * token-major prefill tiles above (kquants_prefill_avx512.c). The types
+ * scaled per sub-block of 32 (Q4_K, Q5_K, IQ4_XS) decode on their own engine
+ * (kquants_sb32_avx512.c), measured faster than both the general avx512
+ * engine and the avx2 one at 1 to 8 tokens (one thread, 2048x2048 warm, 1
+ * token: Q4_K 31 vs 20 GB/s on the avx2 engine, Q5_K 32 vs 18, IQ4_XS 29
+ * vs 16 on the general engine). */
 static TARGET void gemm_kq(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t xs, int nt)
 {
     if (nt > PAIR_MAX_TOKENS && ek_kquant_prefill_avx512_covers(w->dtype))
         ek_gemm_kquant_prefill_avx512(y, ys, w, r0, r1, x, xs, nt);
-    else if (w->dtype == ET_Q4_K || w->dtype == ET_Q5_K)
-        ek_gemm_kquant_avx2(y, ys, w, r0, r1, x, xs, nt);
+    else if (ek_kquant_sb32_avx512_covers(w->dtype))
+        ek_gemm_kquant_sb32_avx512(y, ys, w, r0, r1, x, xs, nt);
     else
         ek_gemm_kquant_avx512(y, ys, w, r0, r1, x, xs, nt);
 }
