@@ -5,10 +5,10 @@
  * One engine serves every type. Per super-block of 256 weights a type's
  * unpacker (kquants_unpack_avx512.h) makes four vectors W[c] of unsigned
  * bytes, weights 64c..64c+63, and each group of 16's scale and correction.
- * vpdpbusd of W[c] with 64 activation bytes gives 16 int32 lanes, lane i
- * summing weights 64c + 4i .. 64c + 4i + 3: lanes 4g..4g+3 form group
- * 4c + g. Each lane is converted and multiplied by its group's scale times
- * its activation block's scale; the corrections meet the per-16 sums of the
+ * W[0], W[1] (and W[2], W[3]) are interleaved by 8-byte halves so that the
+ * two vpdpbusd of a pair accumulate lanes of the same groups (below); each
+ * of the two sums' lanes is converted and multiplied by its group's scale
+ * times its activation block's scale; the corrections meet the per-16 sums of the
  * activations (times their block scale), prepared once per call for every
  * token. The weights of a super-block are unpacked once and used for up to
  * KT tokens: this is the engine for decode and a few tokens; many take
@@ -36,7 +36,23 @@
 
 enum { KT = 6 }; /* tokens per pass over a row: 2 accumulators each */
 
-/* ---- activations: int8 bytes in a row, scales and sums per 16 ---------- */
+/* ---- the paired order ---------------------------------------------------------
+ * The dots of W[0] and W[1] (and of W[2], W[3]) would land in different
+ * groups lane for lane; interleaving their 8-byte halves makes both results
+ * of a pair hold, in every 128-bit lane k, groups k and k + 4 (of the 8 the
+ * pair covers), so that two vpdpbusd chain into one accumulator whose lanes
+ * each belong to one group: lane i of the pair p's sum is group
+ * 8p + GROUP_OF[i]. The activations take the same order once per call. */
+#define GROUP_OF 0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7
+#define LANES(list) _mm512_setr_epi32(list) /* expands the list first */
+
+INLINE void pair_halves(__m512i a, __m512i b, __m512i *out)
+{
+    out[0] = _mm512_unpacklo_epi64(a, b);
+    out[1] = _mm512_unpackhi_epi64(a, b);
+}
+
+/* ---- activations: int8 bytes in the paired order, scales and sums per 16 - */
 
 typedef struct kq_acts {
     int8_t *q;    /* [t][n] */
@@ -45,7 +61,7 @@ typedef struct kq_acts {
     int64_t n;
 } kq_acts;
 
-static int kq_acts_make(kq_acts *a, const char *x, size_t xs, int nt, int64_t n)
+static TARGET int kq_acts_make(kq_acts *a, const char *x, size_t xs, int nt, int64_t n)
 {
     size_t groups = (size_t)(n / 16);
     a->n = n;
@@ -66,6 +82,17 @@ static int kq_acts_make(kq_acts *a, const char *x, size_t xs, int nt, int64_t n)
                 a->ds16[g] = d * (float)s;
             }
         }
+        for (int64_t sb = 0; sb < n / EK_QK_K; sb++) { /* the order of the paired weights, below */
+            int8_t *q = a->q + (size_t)t * (size_t)n + (size_t)sb * EK_QK_K;
+            for (int h = 0; h < 2; h++) {
+                __m512i lo = _mm512_loadu_si512((const void *)(q + 128 * h)),
+                        hi = _mm512_loadu_si512((const void *)(q + 128 * h + 64));
+                __m512i p[2];
+                pair_halves(lo, hi, p);
+                _mm512_storeu_si512((void *)(q + 128 * h), p[0]);
+                _mm512_storeu_si512((void *)(q + 128 * h + 64), p[1]);
+            }
+        }
     }
     return 0;
 }
@@ -77,53 +104,45 @@ static void kq_acts_free(kq_acts *a)
     free(a->ds16);
 }
 
+#define KQ_UNPACK_LOOP _Pragma("GCC unroll 4")
 #include "kernels/kquants_unpack_avx512.h"
 
 /* ---- the engine -------------------------------------------------------------- */
 
-/* Lane i of the 16 per-group values, for the 16 lanes of W[c]: group 4c + i/4. */
-INLINE __m512i group_index(int c)
-{
-    return _mm512_add_epi32(_mm512_set1_epi32(4 * c),
-                            _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
-}
-
-/* Accumulator chains per token: a fused multiply-add waits ~4 cycles for its
- * accumulator, so one chain would serialize the four per super-block; one
- * token gets four chains, several tokens two each (their own independence
- * fills the pipeline, and registers are needed for them). */
+/* Two accumulator chains per token (one per pair of weight vectors), so
+ * that consecutive super-blocks' fmas do not wait on each other. */
 INLINE void row_tokens(float *y, int64_t ys, et_dtype dt, const char *row, int64_t r, const kq_acts *a, int t0,
                        const int T)
 {
-    const int NA = T == 1 ? 4 : 2;
-    __m512 acc[KT][4], cor[KT];
+    const __m512i g0 = LANES(GROUP_OF), g1 = _mm512_add_epi32(g0, _mm512_set1_epi32(8));
+    __m512 acc[KT][2], cor[KT];
     _Pragma("GCC unroll 6") for (int t = 0; t < T; t++) {
-        cor[t] = _mm512_setzero_ps();
-        _Pragma("GCC unroll 4") for (int k = 0; k < NA; k++) acc[t][k] = _mm512_setzero_ps();
+        cor[t] = acc[t][0] = acc[t][1] = _mm512_setzero_ps();
     }
     const int64_t nb = a->n / EK_QK_K, groups = a->n / 16;
     for (int64_t b = 0; b < nb; b++) {
         kq_unpacked u;
         unpack(dt, row, b, &u);
+        __m512i w[4];
+        pair_halves(u.w[0], u.w[1], w);
+        pair_halves(u.w[2], u.w[3], w + 2);
         _Pragma("GCC unroll 6") for (int t = 0; t < T; t++) {
             const float *d16 = a->d16 + (size_t)(t0 + t) * (size_t)groups + 16 * b;
             const float *ds16 = a->ds16 + (size_t)(t0 + t) * (size_t)groups + 16 * b;
             const int8_t *xq = a->q + (size_t)(t0 + t) * (size_t)a->n + (size_t)b * EK_QK_K;
             __m512 s = _mm512_mul_ps(u.scale16, _mm512_loadu_ps(d16));
             cor[t] = _mm512_fmadd_ps(u.corr16, _mm512_loadu_ps(ds16), cor[t]);
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-                __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.w[c],
-                                                  _mm512_loadu_si512((const void *)(xq + 64 * c)));
-                acc[t][c % NA] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(group_index(c), s),
-                                                 acc[t][c % NA]);
-            }
+            __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], _mm512_load_si512((const void *)xq));
+            __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[2],
+                                             _mm512_load_si512((const void *)(xq + 128)));
+            d0 = _mm512_dpbusd_epi32(d0, w[1], _mm512_load_si512((const void *)(xq + 64)));
+            d1 = _mm512_dpbusd_epi32(d1, w[3], _mm512_load_si512((const void *)(xq + 192)));
+            acc[t][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(g0, s), acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(g1, s), acc[t][1]);
         }
     }
-    for (int t = 0; t < T; t++) {
-        __m512 sum = acc[t][0];
-        for (int k = 1; k < NA; k++) sum = _mm512_add_ps(sum, acc[t][k]);
-        y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(sum) - _mm512_reduce_add_ps(cor[t]);
-    }
+    for (int t = 0; t < T; t++)
+        y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(_mm512_sub_ps(_mm512_add_ps(acc[t][0], acc[t][1]), cor[t]));
 }
 
 /* Constant token counts so that the accumulators stay in registers. */

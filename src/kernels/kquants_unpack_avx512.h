@@ -10,7 +10,11 @@
  *   corr16   what each group subtracts per unit of activation sum:
  *            d * scale * offset + dmin * min.
  * Include after defining TARGET and INLINE (the includer's target
- * attributes); x86-64 only. */
+ * attributes), and optionally KQ_UNPACK_LOOP as a pragma for the unpackers'
+ * loops (the decode engine unrolls them: left as loops, GCC kept the
+ * vectors on the stack, a store and reload per super-block that decode, one
+ * unpack per token, feels and prefill, many tokens per unpack, does not);
+ * x86-64 only. */
 #ifndef EMBER_KERNELS_KQUANTS_UNPACK_AVX512_H
 #define EMBER_KERNELS_KQUANTS_UNPACK_AVX512_H
 
@@ -19,6 +23,10 @@
 #include "kernels/convert.h"
 #include "kernels/kquants.h"
 #include "kernels/kquants_simd.h"
+
+#ifndef KQ_UNPACK_LOOP
+#define KQ_UNPACK_LOOP
+#endif
 
 typedef struct kq_unpacked {
     __m512i w[4];
@@ -58,7 +66,7 @@ INLINE void unpack_q45(const uint8_t *scales, uint16_t d16, uint16_t dmin16, con
                               bytes_to_ps(dup_bytes(_mm_srli_si128(sm, 8)), 0));
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     __m256i h = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-    for (int c = 0; c < 4; c++) {
+    KQ_UNPACK_LOOP for (int c = 0; c < 4; c++) {
         __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
         __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
         if (qh) { /* the fifth bit of sub-block j is bit j of qh[l] */
@@ -75,7 +83,7 @@ INLINE void unpack_q6_k(const ek_block_q6_k *b, kq_unpacked *u)
                                bytes_to_ps(_mm_loadu_si128((const __m128i *)b->scales), 1));
     u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(32.0f));
     const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-    for (int h = 0; h < 2; h++) {
+    KQ_UNPACK_LOOP for (int h = 0; h < 2; h++) {
         __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
         __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
         __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
@@ -96,10 +104,10 @@ INLINE void unpack_q23_lows(const uint8_t *qs, const uint8_t *hmask, kq_unpacked
 {
     const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
-    for (int h = 0; h < 2; h++) {
+    KQ_UNPACK_LOOP for (int h = 0; h < 2; h++) {
         __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
         __m256i e[4];
-        for (int s = 0; s < 4; s++) {
+        KQ_UNPACK_LOOP for (int s = 0; s < 4; s++) {
             e[s] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m2);
             if (hmask)
                 e[s] = _mm256_or_si256(e[s], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + s), one), 2));
@@ -138,7 +146,7 @@ INLINE void unpack_iq4_xs(const ek_block_iq4_xs *b, kq_unpacked *u)
                                                        (char)153, (char)166, (char)181, (char)197, (char)217,
                                                        (char)241));
     const __m256i m4 = _mm256_set1_epi8(15);
-    for (int c = 0; c < 4; c++) {
+    KQ_UNPACK_LOOP for (int c = 0; c < 4; c++) {
         __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
         __m512i v = join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
         /* [lo 0-15, lo 16-31, hi 0-15, hi 16-31] -> [lo 0-15, hi 0-15, lo 16-31, hi 16-31] */
