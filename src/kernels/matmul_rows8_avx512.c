@@ -260,6 +260,9 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
  * Per block and token: 8 vpdpbusd in two chains, then one conversion and
  * one multiply-add into 16 fp32 row sums. */
 enum { Z_TOKENS = 8 }; /* tokens per pass over a pair of groups: every few-token step */
+#ifndef Z_PF
+#define Z_PF 4 /* blocks prefetched ahead */
+#endif
 
 INLINE __m512i dpbusd_bcast16(__m512i acc, __m512i w, const void *p)
 {
@@ -285,6 +288,14 @@ INLINE void z_tile(float *y, int64_t ys, const uint8_t *ga, const uint8_t *gb, i
     const __m512i m0f = _mm512_set1_epi8(0x0f), mf0 = _mm512_set1_epi8((char)0xf0);
     for (int64_t b = 0; b < nbt; b++) {
         const uint8_t *pa = ga + (size_t)b * bs, *pb = gb + (size_t)b * bs;
+        /* Z_PF blocks ahead in both groups: with several tokens' work per
+         * byte the hardware prefetcher alone left the stream at about half
+         * the rate one token reads (measured, 1.7B shapes from DRAM) */
+        if (b + Z_PF < nbt)
+            for (size_t o = 0; o < bs; o += 64) {
+                _mm_prefetch((const char *)pa + Z_PF * bs + o, _MM_HINT_T0);
+                _mm_prefetch((const char *)pb + Z_PF * bs + o, _MM_HINT_T0);
+            }
         const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(
             _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa)),
             _mm_loadu_si128((const __m128i *)pb), 1));
