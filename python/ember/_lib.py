@@ -147,7 +147,8 @@ class TtsParams(Structure):
                 ("max_text_tokens", c_int32), ("alone_chunks", c_int32),
                 ("generator_cpus", c_int32 * 256), ("n_generator_cpus", c_int32),
                 ("decoder_cpus", c_int32 * 256), ("n_decoder_cpus", c_int32),
-                ("warm_up", c_int), ("calibration", c_int), ("codes_only", c_int)]
+                ("warm_up", c_int), ("calibration", c_int), ("codes_only", c_int),
+                ("backend", c_char_p), ("onnx_runtime", c_char_p)]
 
 
 class SpeechRequest(Structure):
