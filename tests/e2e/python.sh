@@ -28,6 +28,32 @@ run_suite() {
 
 run_suite py
 
+# The ctypes mirrors of the public structs (python/ember/_lib.py) have the C
+# sizes: a field added in a header but not there makes a by-value return
+# write past the Python buffer (it crashed the suite once). sizeof from a C
+# program built against include/, against ctypes.sizeof.
+pairs="ModelParams:ember_model_params SessionParams:ember_session_params ChatParams:ember_chat_params
+ToolCall:ember_tool_call LogitBias:ember_logit_bias GenerateParams:ember_generate_params
+GenerateResult:ember_generate_result ConversationParams:ember_conversation_params
+TtsParams:ember_tts_params SpeechRequest:ember_speech_request SpeechChunk:ember_speech_chunk
+SpeechTimings:ember_speech_timings ProfileParams:ember_profile_params"
+{
+  echo '#include <stdio.h>'
+  for h in include/ember*.h; do echo "#include \"$(basename "$h")\""; done
+  echo 'int main(void) {'
+  for p in $pairs; do echo "  printf(\"${p%%:*} %zu\\n\", sizeof(${p#*:}));"; done
+  echo '  return 0; }'
+} >"$tmp/sizes.c"
+if cc -std=c99 -Iinclude -o "$tmp/sizes" "$tmp/sizes.c" 2>"$tmp/sizes.err" && "$tmp/sizes" >"$tmp/sizes.txt"; then
+  out=$(PYTHONPATH=python $PY -c '
+import ctypes, sys
+from ember import _lib
+bad = [f"{n}: ctypes {ctypes.sizeof(getattr(_lib, n))} vs C {c}" for n, c in
+       (l.split() for l in open(sys.argv[1])) if ctypes.sizeof(getattr(_lib, n)) != int(c)]
+print("; ".join(bad)); sys.exit(1 if bad else 0)' "$tmp/sizes.txt" 2>&1) &&
+    pass ctypes_structs_match_c_sizes || fail ctypes_structs_match_c_sizes "$out"
+else fail ctypes_structs_match_c_sizes "$(cat "$tmp/sizes.err")"; fi
+
 # pip install ./python, offline (the build backend is Debian's setuptools)
 if $PY -m pip --version >/dev/null 2>&1; then
   cp -r python "$tmp/src"   # pip writes build/ and *.egg-info next to the sources
