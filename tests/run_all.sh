@@ -29,19 +29,49 @@ record() { # record NAME STATUS
   else failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1"; fi
 }
 
-# Runs a binary that prints PASS/FAIL lines and adds its cases to the count.
-run_cases() { # run_cases LABEL COMMAND [ARGS...]
-  local out rc n_pass n_fail t0=$SECONDS
-  out=$("${@:2}" 2>&1); rc=$?   # the command and its arguments
-  echo "$out" | sed "s/^/[$1] /"
-  echo "[$1] took $((SECONDS - t0))s"
-  n_pass=$(grep -c '^PASS ' <<<"$out")
-  n_fail=$(grep -c '^FAIL ' <<<"$out")
+# Adds the PASS/FAIL lines of a finished command's output to the count.
+count_cases() { # count_cases LABEL OUTPUT_FILE EXIT_STATUS SECONDS
+  local n_pass n_fail
+  sed "s/^/[$1] /" "$2"
+  echo "[$1] took $4s"
+  n_pass=$(grep -c '^PASS ' "$2")
+  n_fail=$(grep -c '^FAIL ' "$2")
   passed=$((passed + n_pass)); failed=$((failed + n_fail))
   [ "$n_fail" -gt 0 ] && failures+=("$1")
-  if [ $rc -ne 0 ] && [ "$n_fail" -eq 0 ]; then
-    record "$1 (exit $rc)" 1   # crashed or sanitizer report without a FAIL line
+  if [ "$3" -ne 0 ] && [ "$n_fail" -eq 0 ]; then
+    record "$1 (exit $3)" 1   # crashed or sanitizer report without a FAIL line
   fi
+}
+
+# Runs a binary that prints PASS/FAIL lines and adds its cases to the count.
+run_cases() { # run_cases LABEL COMMAND [ARGS...]
+  local out rc t0=$SECONDS
+  out=$(mktemp)
+  "${@:2}" >"$out" 2>&1; rc=$?   # the command and its arguments
+  count_cases "$1" "$out" "$rc" $((SECONDS - t0))
+  rm -f "$out"
+}
+
+# Runs single-threaded commands two at a time (the CI machine has two
+# cores): each pair's output is counted in order once both have ended.
+# Arguments: LABEL and a command line (one word list, eval'd) per case.
+run_pairs() { # run_pairs LABEL1 CMD1 [LABEL2 CMD2 ...]
+  local dir t0 i; dir=$(mktemp -d)
+  while [ $# -gt 0 ]; do
+    t0=$SECONDS
+    for i in 1 2; do
+      [ $# -gt 0 ] || break
+      ( (eval "$2") >"$dir/$i.out" 2>&1; echo $? >"$dir/$i.rc" ) &
+      echo "$1" >"$dir/$i.label"; shift 2
+    done
+    wait
+    for i in 1 2; do
+      [ -f "$dir/$i.label" ] || continue
+      count_cases "$(cat "$dir/$i.label")" "$dir/$i.out" "$(cat "$dir/$i.rc")" $((SECONDS - t0))
+      rm -f "$dir/$i".*
+    done
+  done
+  rm -rf "$dir"
 }
 
 phase "build (warnings are errors)"
@@ -57,10 +87,11 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >
   if make -j"$JOBS" build/neon/test_kernels build/neon/test_kquants >/tmp/ember-build-neon.log 2>&1; then
     record build-neon 0
     export EMBER_KERNEL_SWEEP=light   # test_kernels: a lighter SIMD sweep where emulated
-    run_cases "neon:test_kernels" qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kernels
-    run_cases "neon-a53:test_kernels" env QEMU_CPU=cortex-a53 \
-      qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kernels
-    run_cases "neon:test_kquants" qemu-aarch64 -L /usr/aarch64-linux-gnu build/neon/test_kquants
+    # qemu-user emulates on one core: the runs go two at a time
+    q="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+    run_pairs "neon:test_kernels" "$q build/neon/test_kernels" \
+      "neon-a53:test_kernels" "QEMU_CPU=cortex-a53 $q build/neon/test_kernels" \
+      "neon:test_kquants" "$q build/neon/test_kquants"
     unset EMBER_KERNEL_SWEEP
   else cat /tmp/ember-build-neon.log; record build-neon 1; fi
 else
@@ -89,14 +120,13 @@ for t in tests/e2e/*.sh; do run_cases "$(basename "$t" .sh)" "$t"; done
 phase "fuzz smoke (${FUZZ_SECONDS}s per target)"
 if make -j"$JOBS" fuzz >/tmp/ember-build-fuzz.log 2>&1; then
   record build-fuzz 0
+  # libFuzzer runs one process on one core: two targets at a time
+  fuzz_args=()
   for f in build-fuzz/fuzz_*; do
-    name=$(basename "$f"); corpus="fuzz/corpus/${name#fuzz_}"
-    work=$(mktemp -d); [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
-    if "$f" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 "$work" >"/tmp/ember-$name.log" 2>&1; then
-      record "$name" 0; grep -E '^stat::number_of_executed_units' "/tmp/ember-$name.log" | sed "s/^/[$name] /"
-    else tail -40 "/tmp/ember-$name.log"; record "$name" 1; fi
-    rm -rf "$work"
+    name=$(basename "$f")
+    fuzz_args+=("$name" "tests/fuzz_smoke.sh $f $FUZZ_SECONDS")
   done
+  run_pairs "${fuzz_args[@]}"
 else cat /tmp/ember-build-fuzz.log; record build-fuzz 1; fi
 
 [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
