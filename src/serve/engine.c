@@ -38,7 +38,7 @@ typedef struct slot {
     llm_ring_snapshot *snaps;
     size_t n_snaps;
     size_t next_bound; /* the first of j->bounds not reached yet */
-    spec_decoder *spec; /* speculating (e->p.draft_max): its verify passes; NULL: plain */
+    spec_decoder *spec; /* speculating (j->speculate): its verify passes; NULL: plain */
 } slot;
 
 struct sv_engine {
@@ -68,9 +68,13 @@ struct sv_engine {
     int decode_step_id; /* stats: the batched decode call's series */
 };
 
-size_t sv_engine_kv_bytes(const sv_engine *e, int32_t n_tokens)
+size_t sv_engine_kv_bytes(const sv_engine *e, const sv_job *j)
 {
-    return llm_session_kv_bytes(e->m, n_tokens, e->p.kv_type);
+    const int32_t n = (int32_t)(j->n_prompt + (size_t)j->max_tokens);
+    size_t bytes = llm_session_kv_bytes(e->m, n, e->p.kv_type);
+    if (j->speculate == SV_SPECULATE_DRAFT && e->p.draft)
+        bytes += llm_session_kv_bytes(e->p.draft, n, e->p.kv_type);
+    return bytes;
 }
 
 static void set_gauges(sv_engine *e)
@@ -186,7 +190,7 @@ static ember_status pick_spec(void *user, const float *logits, int64_t held, int
 }
 
 /* One verify pass of a speculating slot: its pending id and up to draft_max
- * n-gram drafts as one chunk of rows (speculate/decoder.h), each row's pick
+ * drafts as one chunk of rows (speculate/decoder.h), each row's pick
  * made by the slot's own sampler in order, so the ids (and the sampler's
  * random draws) are those plain decoding gives. Returns the ids fed; sets
  * s->over when the response ended or failed. */
@@ -243,7 +247,10 @@ static int start_slot(sv_engine *e, slot *s)
         fail_job(j, 500, "server_error", NULL, "out of memory");
         return -1;
     }
-    if (e->p.draft_max && spec_decoder_create_on(s->s, llm_batch_exec(e->batch), e->p.draft_max, &s->spec)) {
+    /* a draft model's session is sized like this one, on the batch's threads too */
+    const ember_model *draft = j->speculate == SV_SPECULATE_DRAFT ? e->p.draft : NULL;
+    if (j->speculate != SV_SPECULATE_OFF &&
+        spec_decoder_create_on(s->s, llm_batch_exec(e->batch), j->draft_max, draft, &s->spec)) {
         fail_job(j, 500, "server_error", NULL, ember_last_error());
         return -1;
     }
@@ -285,7 +292,7 @@ static void admit(sv_engine *e)
 {
     while (e->q_len && e->n_slots < e->p.max_seqs) {
         sv_job *j = e->queue[e->q_head];
-        size_t bytes = sv_engine_kv_bytes(e, (int32_t)(j->n_prompt + (size_t)j->max_tokens));
+        size_t bytes = sv_engine_kv_bytes(e, j);
         if (e->kv_used + bytes > e->p.kv_budget) break; /* in order: no overtaking */
         e->q_head = (e->q_head + 1) % e->p.max_queue;
         e->q_len--;
@@ -352,7 +359,8 @@ static int step(sv_engine *e)
                         ember_stats_record(e->p.stats, EMBER_STAT_PREFILL, s->prefill_ms);
                         /* the boundary before the reply: the next turn's usual resume point */
                         snapshot_here(e, s);
-                        /* the drafter looks up the whole prompt */
+                        /* the drafter looks up (or its draft session runs) the whole
+                         * prompt: what the target holds, resumed or run */
                         if (s->spec && spec_decoder_begin(s->spec, s->held, s->n_held)) {
                             fail_job(s->job, 500, "server_error", NULL, ember_last_error());
                             over = 1;
@@ -443,7 +451,7 @@ static void *engine_main(void *arg)
 
 int sv_engine_submit(sv_engine *e, sv_job *j, sv_error *err)
 {
-    size_t bytes = sv_engine_kv_bytes(e, (int32_t)(j->n_prompt + (size_t)j->max_tokens));
+    size_t bytes = sv_engine_kv_bytes(e, j);
     if (bytes > e->p.kv_budget)
         return sv_error_set(err, 400, "invalid_request_error", "max_tokens", "context_length_exceeded",
                             "the prompt (%zu tokens) and max_tokens (%d) need %zu KV bytes, more "
@@ -487,7 +495,10 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
     e->tok = tok;
     e->p = *p;
     e->metrics = metrics;
-    if (!e->p.kv_budget) e->p.kv_budget = (size_t)p->max_seqs * sv_engine_kv_bytes(e, p->ctx);
+    /* the default: max_seqs sequences of ctx tokens, each with a draft session when one is loaded */
+    if (!e->p.kv_budget)
+        e->p.kv_budget = (size_t)p->max_seqs * (llm_session_kv_bytes(model, p->ctx, p->kv_type) +
+                                                (p->draft ? llm_session_kv_bytes(p->draft, p->ctx, p->kv_type) : 0));
     pthread_mutex_init(&e->mu, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);

@@ -42,7 +42,7 @@ static ember_status create(ember_session *s, const ek_exec *exec, int32_t draft_
     }
     d->s = s;
     d->draft_max = llm_verifier_max_draft(d->v);
-    if (draft && (st = spec_draft_model_create(draft, s, d->draft_max, &d->draft))) {
+    if (draft && (st = spec_draft_model_create(draft, s, exec, d->draft_max, &d->draft))) {
         spec_decoder_free(d);
         return st;
     }
@@ -65,9 +65,9 @@ ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const embe
 }
 
 ember_status spec_decoder_create_on(ember_session *s, const ek_exec *exec, int32_t draft_max,
-                                    spec_decoder **out)
+                                    const ember_model *draft, spec_decoder **out)
 {
-    return create(s, exec, draft_max, NULL, out);
+    return create(s, exec, draft_max, draft, out);
 }
 
 void spec_decoder_free(spec_decoder *d)

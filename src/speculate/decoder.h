@@ -44,11 +44,11 @@ typedef ember_status (*spec_pick_fn)(void *user, const float *logits, int64_t he
  * vocabulary, which must outlive the decoder) from its greedy steps. */
 ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const ember_model *draft,
                                  spec_decoder **out);
-/* The same with its verify passes on exec's threads (llm_verifier_create_on;
- * NULL: the session's). The n-gram drafter only (no draft model). */
+/* The same with its verify passes and the draft model's passes on exec's
+ * threads (llm_verifier_create_on; NULL: the session's). */
 struct ek_exec;
 ember_status spec_decoder_create_on(ember_session *s, const struct ek_exec *exec, int32_t draft_max,
-                                    spec_decoder **out);
+                                    const ember_model *draft, spec_decoder **out);
 void spec_decoder_free(spec_decoder *d);
 
 /* The last n tokens the session holds now (all of them, or the ones the

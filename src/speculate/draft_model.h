@@ -17,10 +17,20 @@ enum { SPEC_DRAFT_CHUNK_MAX = 65 };
 
 typedef struct spec_draft_model spec_draft_model;
 
+/* Whether `draft` can draft for `target`: the same vocabulary (an error
+ * naming both sizes otherwise). */
+ember_status spec_draft_model_check(const ember_model *draft, const ember_model *target);
+
 /* A draft session on `draft` (the same vocabulary as target's model) with
- * target's context and threads, for up to max_draft drafts per step. */
+ * target's context and KV format, for up to max_draft drafts per step. Its
+ * passes run on exec's thread pool (the draft's own kernels), NULL: on the
+ * target session's; the pool must outlive the drafter. Both models run in
+ * turn on one thread's behalf, so they share the threads instead of each
+ * holding a pool (a server's sessions have none: its batch does). */
+struct ek_exec;
 ember_status spec_draft_model_create(const ember_model *draft, const ember_session *target,
-                                     int32_t max_draft, spec_draft_model **out);
+                                     const struct ek_exec *exec, int32_t max_draft,
+                                     spec_draft_model **out);
 void spec_draft_model_free(spec_draft_model *m);
 
 /* The most drafts a step can take (its rings bound the undo). */
