@@ -361,7 +361,7 @@ static int step(sv_engine *e)
                         snapshot_here(e, s);
                         /* the drafter looks up (or its draft session runs) the whole
                          * prompt: what the target holds, resumed or run */
-                        if (s->spec && spec_decoder_begin(s->spec, s->held, s->n_held)) {
+                        if (s->spec && spec_decoder_begin(s->spec, s->held, s->n_held, NULL, 0)) {
                             fail_job(s->job, 500, "server_error", NULL, ember_last_error());
                             over = 1;
                         } else {

@@ -25,11 +25,12 @@ struct spec_decoder {
     size_t n_seq, cap;
     int64_t base;  /* the position of seq[0]: the tokens before it are not known here */
     spec_draft_model *draft; /* NULL: the n-gram drafter */
+    int keep_draft;          /* leave the draft session with s when freed */
     spec_counts counts;
 };
 
 static ember_status create(ember_session *s, const ek_exec *exec, int32_t draft_max,
-                           const ember_model *draft, spec_decoder **out)
+                           const ember_model *draft, int keep_draft, spec_decoder **out)
 {
     if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "spec_decoder_create: out is NULL");
     *out = NULL;
@@ -42,7 +43,9 @@ static ember_status create(ember_session *s, const ek_exec *exec, int32_t draft_
     }
     d->s = s;
     d->draft_max = llm_verifier_max_draft(d->v);
-    if (draft && (st = spec_draft_model_create(draft, s, exec, d->draft_max, &d->draft))) {
+    d->keep_draft = keep_draft;
+    if (draft && keep_draft) d->draft = spec_draft_model_take(s, draft, exec, d->draft_max);
+    if (draft && !d->draft && (st = spec_draft_model_create(draft, s, exec, d->draft_max, &d->draft))) {
         spec_decoder_free(d);
         return st;
     }
@@ -61,25 +64,27 @@ static ember_status create(ember_session *s, const ek_exec *exec, int32_t draft_
 ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const ember_model *draft,
                                  spec_decoder **out)
 {
-    return create(s, NULL, draft_max, draft, out);
+    return create(s, NULL, draft_max, draft, 1, out);
 }
 
 ember_status spec_decoder_create_on(ember_session *s, const ek_exec *exec, int32_t draft_max,
                                     const ember_model *draft, spec_decoder **out)
 {
-    return create(s, exec, draft_max, draft, out);
+    return create(s, exec, draft_max, draft, 0, out);
 }
 
 void spec_decoder_free(spec_decoder *d)
 {
     if (!d) return;
     llm_verifier_free(d->v);
-    spec_draft_model_free(d->draft);
+    if (d->keep_draft && d->draft) spec_draft_model_keep(d->s, d->draft);
+    else spec_draft_model_free(d->draft);
     free(d->seq);
     free(d);
 }
 
-ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n)
+ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n, const size_t *marks,
+                                size_t n_marks)
 {
     if (n > (size_t)d->s->pos || (n && !ids))
         return ember_fail(EMBER_ERR_INVALID_ARG, "speculative decoder: %zu ids for a session holding %lld",
@@ -91,7 +96,11 @@ ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n)
     memcpy(d->seq, ids, n * sizeof *ids);
     d->n_seq = n;
     d->base = d->s->pos - (int64_t)n;
-    return d->draft ? spec_draft_model_begin(d->draft, ids, n) : EMBER_OK;
+    if (!d->draft) return EMBER_OK;
+    size_t ran = 0;
+    ember_status st = spec_draft_model_begin(d->draft, ids, n, marks, n_marks, &ran);
+    d->counts.draft_prefill += (int64_t)ran;
+    return st;
 }
 
 ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick, void *user,

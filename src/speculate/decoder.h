@@ -29,6 +29,7 @@ typedef struct spec_counts {
     int64_t steps;    /* verify passes */
     int64_t drafted;  /* drafted tokens run through them */
     int64_t accepted; /* drafted tokens the target agreed with */
+    int64_t draft_prefill; /* prompt tokens the draft model's session ran */
 } spec_counts;
 
 /* Picks the id that follows a row's logits (vocab floats, the caller's to
@@ -41,7 +42,10 @@ typedef ember_status (*spec_pick_fn)(void *user, const float *logits, int64_t he
 /* A decoder for session s (which must outlive it): drafts of up to
  * draft_max tokens, fewer when a sliding ring is shorter (see verify.h),
  * from the n-gram drafter, or with `draft` (non-NULL: a model with the same
- * vocabulary, which must outlive the decoder) from its greedy steps. */
+ * vocabulary, which must outlive the decoder) from its greedy steps. The
+ * draft model's session stays with s when the decoder is freed, and the
+ * next decoder on s with the same draft model and draft_max takes it up:
+ * its begin then runs only what the draft session does not hold yet. */
 ember_status spec_decoder_create(ember_session *s, int32_t draft_max, const ember_model *draft,
                                  spec_decoder **out);
 /* The same with its verify passes and the draft model's passes on exec's
@@ -53,8 +57,11 @@ void spec_decoder_free(spec_decoder *d);
 
 /* The last n tokens the session holds now (all of them, or the ones the
  * caller knows; the drafter looks them up); copied. A draft model needs all
- * of them (its session is prefilled with them). */
-ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n);
+ * of them: its session resumes what it holds of them and runs the rest,
+ * marking its rings at marks[0..n_marks) (increasing positions where a
+ * later prompt may diverge: see spec_draft_model_begin; NULL, 0: none). */
+ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n, const size_t *marks,
+                                size_t n_marks);
 
 /* One step after *next was picked (see above). On return *next is the last
  * id picked (unless *end), the session holds the ids in fed[0..n_fed)
