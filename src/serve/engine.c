@@ -375,16 +375,24 @@ static int step(sv_engine *e)
         else i++;
     }
     /* 3. one batched decode step of everything that has a token pending;
-     * a speculating sequence instead runs its own verify pass of several
-     * rows on the batch's threads (exact, and simple: its rows cannot join
-     * the others' one-row step, and a pass over K+1 rows costs little more
-     * than one while weights dominate) */
+     * a speculating sequence with drafts instead runs its own verify pass
+     * of several rows on the batch's threads (exact, and simple: its rows
+     * cannot join the others' one-row step, and a pass over K+1 rows costs
+     * little more than one while weights dominate); one whose drafter has
+     * nothing this step joins the one-row step */
     int n = 0, verified = 0;
     for (int i = 0; i < e->n_slots; i++)
         if (e->slots[i].decoding &&
             !(e->slots[i].job->req.stream && sv_job_unread(e->slots[i].job) > MAX_UNREAD_BYTES)) {
-            if (e->slots[i].spec) {
-                verified += step_speculating(e, &e->slots[i]);
+            slot *s = &e->slots[i];
+            int32_t n_draft = 0;
+            if (s->spec && spec_decoder_draft(s->spec, s->next, &n_draft)) {
+                fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+                s->over = 1;
+                continue;
+            }
+            if (n_draft) {
+                verified += step_speculating(e, s);
                 continue;
             }
             e->rows[n] = e->slots[i].s;
@@ -403,6 +411,11 @@ static int step(sv_engine *e)
         for (int r = 0; r < n; r++) {
             slot *s = &e->slots[e->row_slot[r]];
             s->held[s->n_held++] = e->ids[r];
+            if (s->spec && spec_decoder_fed(s->spec, e->ids[r])) {
+                fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+                s->over = 1;
+                continue;
+            }
             s->over = sample(e, s) != 0;
         }
         if (n) ember_stats_stop(e->p.stats, EMBER_STAT_TOKEN, t_step);

@@ -16,7 +16,8 @@
  *      that speculates (j->speculate) instead runs its own verify pass of
  *      its pending id and its drafts (prompt lookup, or the draft model's
  *      session that the sequence keeps beside its own) on the batch's
- *      threads (speculate/decoder.h), its ids the ones plain decoding gives,
+ *      threads (speculate/decoder.h), its ids the ones plain decoding gives;
+ *      when its drafter has nothing this step, its id joins the batched step,
  *   5. samples, streams and finishes sequences (text/textgen.h).
  * With a stats recorder (--stats) it times each request's queue wait and
  * prefill, each batched step (the series decode_step, its sliding and full

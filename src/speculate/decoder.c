@@ -25,6 +25,7 @@ struct spec_decoder {
     size_t n_seq, cap;
     int64_t base;  /* the position of seq[0]: the tokens before it are not known here */
     spec_draft_model *draft; /* NULL: the n-gram drafter */
+    int32_t n_draft;         /* drafts after chunk[0] from spec_decoder_draft; -1: none yet */
     int keep_draft;          /* leave the draft session with s when freed */
     spec_counts counts;
 };
@@ -57,6 +58,7 @@ static ember_status create(ember_session *s, const ek_exec *exec, int32_t draft_
         return ember_fail(EMBER_ERR_NO_MEMORY, "speculative decoder: out of memory");
     }
     spec_adapt_init(&d->adapt, d->draft_max, SPEC_ROW_COST);
+    d->n_draft = -1;
     *out = d;
     return EMBER_OK;
 }
@@ -103,32 +105,67 @@ ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n, c
     return st;
 }
 
+/* The chunk after the held tokens: next, then the drafts. */
+static int32_t *chunk_of(spec_decoder *d) { return d->seq + d->n_seq; }
+
+static ember_status check_in_step(const spec_decoder *d)
+{
+    if (d->base + (int64_t)d->n_seq != d->s->pos)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculative decoder: the session moved (%lld, not %lld)",
+                          (long long)d->s->pos, (long long)(d->base + (int64_t)d->n_seq));
+    return EMBER_OK;
+}
+
+ember_status spec_decoder_draft(spec_decoder *d, int32_t next, int32_t *n_draft)
+{
+    ember_session *s = d->s;
+    *n_draft = 0;
+    d->n_draft = -1;
+    ember_status st = check_in_step(d);
+    if (st) return st;
+    int32_t *chunk = chunk_of(d);
+    chunk[0] = next;
+    int32_t k = spec_adapt_k(&d->adapt);
+    const int64_t room = s->p.max_context - s->pos - 1; /* next itself fits (the caller checked) */
+    if (k > room) k = (int32_t)room;
+    if (k < 0) k = 0;
+    if (d->draft) {
+        st = spec_draft_model_propose(d->draft, next, k, chunk + 1);
+        if (st) return st;
+        d->n_draft = k;
+    } else {
+        d->n_draft = k ? ngram_draft(d->seq, d->n_seq + 1, k, chunk + 1) : 0;
+    }
+    *n_draft = d->n_draft;
+    return EMBER_OK;
+}
+
+ember_status spec_decoder_fed(spec_decoder *d, int32_t next)
+{
+    if (d->n_draft != 0 || chunk_of(d)[0] != next || d->s->pos != d->base + (int64_t)d->n_seq + 1)
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "speculative decoder: only an undrafted id, just fed, goes outside a step");
+    d->n_seq++;
+    d->n_draft = -1;
+    /* the draft session takes it too, as after a step that kept it */
+    return d->draft ? spec_draft_model_accept(d->draft, 1) : EMBER_OK;
+}
+
 ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick, void *user,
                                const int32_t **fed, int32_t *n_fed, int *end)
 {
     ember_session *s = d->s;
     *end = 0;
     *n_fed = 0;
-    *fed = d->seq + d->n_seq;
-    if (d->base + (int64_t)d->n_seq != s->pos)
-        return ember_fail(EMBER_ERR_INVALID_ARG, "speculative decoder: the session moved (%lld, not %lld)",
-                          (long long)s->pos, (long long)(d->base + (int64_t)d->n_seq));
-    /* next, then the drafts, as the chunk after the held tokens */
-    int32_t *chunk = d->seq + d->n_seq;
-    chunk[0] = *next;
-    int32_t k = spec_adapt_k(&d->adapt);
-    const int64_t room = s->p.max_context - s->pos - 1; /* next itself fits (the caller checked) */
-    if (k > room) k = (int32_t)room;
-    if (k < 0) k = 0;
-    int32_t n_draft = 0;
-    ember_status st = EMBER_OK;
-    if (d->draft) {
-        st = spec_draft_model_propose(d->draft, *next, k, chunk + 1);
-        n_draft = k;
-    } else if (k) {
-        n_draft = ngram_draft(d->seq, d->n_seq + 1, k, chunk + 1);
-    }
+    *fed = chunk_of(d);
+    int32_t n_draft = d->n_draft;
+    if (n_draft >= 0 && chunk_of(d)[0] != *next)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculative decoder: the drafts follow %d, not %d",
+                          chunk_of(d)[0], *next);
+    ember_status st = n_draft >= 0 ? check_in_step(d) : spec_decoder_draft(d, *next, &n_draft);
     if (st) return st;
+    d->n_draft = -1;
+    int32_t *chunk = chunk_of(d);
 
     const float *rows = NULL;
     double t0 = ember_clock_ms();

@@ -70,6 +70,16 @@ ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n, c
 ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick, void *user,
                                const int32_t **fed, int32_t *n_fed, int *end);
 
+/* The first half of a step, for a caller that batches sequences: drafts
+ * after next (the session's pending pick) and says how many in *n_draft.
+ * spec_decoder_step then verifies those. With none, the caller may
+ * instead feed next to the session itself (one row of a batched decode
+ * step, llm/batch.h: a one-row verify pass of its own would read the
+ * weights again) and then call spec_decoder_fed(d, next), which keeps the
+ * drafter in step; the session's logits then pick as after any step. */
+ember_status spec_decoder_draft(spec_decoder *d, int32_t next, int32_t *n_draft);
+ember_status spec_decoder_fed(spec_decoder *d, int32_t next);
+
 const spec_counts *spec_decoder_counts(const spec_decoder *d);
 
 #endif
