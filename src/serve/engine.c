@@ -355,18 +355,18 @@ static int step(sv_engine *e)
                         snapshot_here(e, s);
                         s->next_bound++;
                     }
-                    if (s->prefilled == s->job->n_prompt) {
+                    /* the drafter follows piece by piece what the target holds: a
+                     * draft session runs the same piece (the first time also what
+                     * the target resumed from the prefix cache), and prompt lookup
+                     * sees the prompt so far */
+                    if (s->spec && spec_decoder_begin(s->spec, s->held, s->prefilled, NULL, 0)) {
+                        fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+                        over = 1;
+                    } else if (s->prefilled == s->job->n_prompt) {
                         ember_stats_record(e->p.stats, EMBER_STAT_PREFILL, s->prefill_ms);
                         /* the boundary before the reply: the next turn's usual resume point */
                         snapshot_here(e, s);
-                        /* the drafter looks up (or its draft session runs) the whole
-                         * prompt: what the target holds, resumed or run */
-                        if (s->spec && spec_decoder_begin(s->spec, s->held, s->n_held, NULL, 0)) {
-                            fail_job(s->job, 500, "server_error", NULL, ember_last_error());
-                            over = 1;
-                        } else {
-                            over = sample(e, s) != 0;
-                        }
+                        over = sample(e, s) != 0;
                     }
                 }
             }

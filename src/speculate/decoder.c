@@ -97,6 +97,7 @@ ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n, c
                           "(%zu given, %lld held)", n, (long long)d->s->pos);
     memcpy(d->seq, ids, n * sizeof *ids);
     d->n_seq = n;
+    d->n_draft = -1;
     d->base = d->s->pos - (int64_t)n;
     if (!d->draft) return EMBER_OK;
     size_t ran = 0;
