@@ -26,6 +26,7 @@ struct spec_decoder {
     int64_t base;  /* the position of seq[0]: the tokens before it are not known here */
     spec_draft_model *draft; /* NULL: the n-gram drafter */
     int32_t n_draft;         /* drafts after chunk[0] from spec_decoder_draft; -1: none yet */
+    int prepared;            /* spec_decoder_prepare ran: the caller's pass comes next */
     int keep_draft;          /* leave the draft session with s when freed */
     spec_counts counts;
 };
@@ -98,6 +99,7 @@ ember_status spec_decoder_begin(spec_decoder *d, const int32_t *ids, size_t n, c
     memcpy(d->seq, ids, n * sizeof *ids);
     d->n_seq = n;
     d->n_draft = -1;
+    d->prepared = 0;
     d->base = d->s->pos - (int64_t)n;
     if (!d->draft) return EMBER_OK;
     size_t ran = 0;
@@ -152,30 +154,30 @@ ember_status spec_decoder_fed(spec_decoder *d, int32_t next)
     return d->draft ? spec_draft_model_accept(d->draft, 1) : EMBER_OK;
 }
 
-ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick, void *user,
-                               const int32_t **fed, int32_t *n_fed, int *end)
+/* The drafts of this step (drafting them first when the caller did not). */
+static ember_status drafts_for(spec_decoder *d, int32_t next, int32_t *n_draft)
+{
+    if (d->n_draft >= 0 && chunk_of(d)[0] != next)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "speculative decoder: the drafts follow %d, not %d",
+                          chunk_of(d)[0], next);
+    if (d->n_draft < 0) return spec_decoder_draft(d, next, n_draft);
+    *n_draft = d->n_draft;
+    return check_in_step(d);
+}
+
+/* After the verify pass of next and n_draft drafts gave `rows`: picks
+ * row by row while the drafts agree, keeps what was picked from. */
+static ember_status finish_step(spec_decoder *d, int32_t n_draft, const float *rows, int32_t *next,
+                                spec_pick_fn pick, void *user, const int32_t **fed, int32_t *n_fed,
+                                int *end)
 {
     ember_session *s = d->s;
-    *end = 0;
-    *n_fed = 0;
-    *fed = chunk_of(d);
-    int32_t n_draft = d->n_draft;
-    if (n_draft >= 0 && chunk_of(d)[0] != *next)
-        return ember_fail(EMBER_ERR_INVALID_ARG, "speculative decoder: the drafts follow %d, not %d",
-                          chunk_of(d)[0], *next);
-    ember_status st = n_draft >= 0 ? check_in_step(d) : spec_decoder_draft(d, *next, &n_draft);
-    if (st) return st;
+    const int32_t *chunk = chunk_of(d);
     d->n_draft = -1;
-    int32_t *chunk = chunk_of(d);
-
-    const float *rows = NULL;
-    double t0 = ember_clock_ms();
-    st = llm_verify(d->v, chunk, 1 + n_draft, &rows);
-    if (st) return st;
-    spec_adapt_time(&d->adapt, 1 + n_draft, ember_clock_ms() - t0);
     const size_t vocab = (size_t)s->m->cfg.vocab;
     const int64_t p0 = s->pos - 1 - n_draft;
     int32_t j = 0, picked = 0, rejected = 0;
+    ember_status st = EMBER_OK;
     for (;; j++) { /* row j follows chunk[0..j] */
         st = pick(user, rows + (size_t)j * vocab, p0 + j + 1, &picked, end);
         if (st || *end || j == n_draft) break; /* the pick after the last draft is a bonus */
@@ -195,10 +197,56 @@ ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick
         acc = spec_draft_model_accept(d->draft, keep);
         if (!st) st = acc;
     }
+    *fed = chunk;
     d->n_seq += (size_t)keep;
     *n_fed = keep;
     if (!*end) *next = picked;
     return st;
+}
+
+ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick, void *user,
+                               const int32_t **fed, int32_t *n_fed, int *end)
+{
+    *end = 0;
+    *n_fed = 0;
+    *fed = chunk_of(d);
+    int32_t n_draft = 0;
+    ember_status st = drafts_for(d, *next, &n_draft);
+    if (st) return st;
+    const float *rows = NULL;
+    double t0 = ember_clock_ms();
+    st = llm_verify(d->v, chunk_of(d), 1 + n_draft, &rows);
+    if (st) return st;
+    spec_adapt_time(&d->adapt, 1 + n_draft, ember_clock_ms() - t0);
+    return finish_step(d, n_draft, rows, next, pick, user, fed, n_fed, end);
+}
+
+ember_status spec_decoder_prepare(spec_decoder *d, int32_t next, const int32_t **ids, int32_t *n,
+                                  float **rows)
+{
+    *n = 0;
+    int32_t n_draft = 0;
+    ember_status st = drafts_for(d, next, &n_draft);
+    if (!st) st = llm_verify_prepare(d->v, chunk_of(d), 1 + n_draft, rows);
+    if (st) return st;
+    d->n_draft = n_draft;
+    d->prepared = 1;
+    *ids = chunk_of(d);
+    *n = 1 + n_draft;
+    return EMBER_OK;
+}
+
+ember_status spec_decoder_finish(spec_decoder *d, const float *rows, int32_t *next, spec_pick_fn pick,
+                                 void *user, const int32_t **fed, int32_t *n_fed, int *end)
+{
+    *end = 0;
+    *n_fed = 0;
+    *fed = chunk_of(d);
+    if (!d->prepared || chunk_of(d)[0] != *next || d->s->pos != d->base + (int64_t)d->n_seq + 1 + d->n_draft)
+        return ember_fail(EMBER_ERR_INVALID_ARG,
+                          "speculative decoder: finish follows prepare and the pass of its rows");
+    d->prepared = 0;
+    return finish_step(d, d->n_draft, rows, next, pick, user, fed, n_fed, end);
 }
 
 const spec_counts *spec_decoder_counts(const spec_decoder *d) { return &d->counts; }

@@ -80,6 +80,17 @@ ember_status spec_decoder_step(spec_decoder *d, int32_t *next, spec_pick_fn pick
 ember_status spec_decoder_draft(spec_decoder *d, int32_t next, int32_t *n_draft);
 ember_status spec_decoder_fed(spec_decoder *d, int32_t next);
 
+/* spec_decoder_step with the verify pass left to the caller, so that it
+ * can run several sequences' chunks in one pass (llm/batch.h:
+ * llm_batch_run): prepare drafts (unless spec_decoder_draft did) and
+ * gives the chunk, ids[0..*n) (next, then the drafts), and where its *n
+ * rows of logits go; the caller runs exactly those ids through the
+ * session, writing rows, then finish picks and keeps as step does. */
+ember_status spec_decoder_prepare(spec_decoder *d, int32_t next, const int32_t **ids, int32_t *n,
+                                  float **rows);
+ember_status spec_decoder_finish(spec_decoder *d, const float *rows, int32_t *next, spec_pick_fn pick,
+                                 void *user, const int32_t **fed, int32_t *n_fed, int *end);
+
 const spec_counts *spec_decoder_counts(const spec_decoder *d);
 
 #endif
