@@ -13,11 +13,13 @@
  *      what it can from the prefix cache (prefix_cache.h),
  *   4. decodes one token of every other sequence in one batched step
  *      (llm/batch.h: one matmul per weight matrix for all rows); a job
- *      that speculates (j->speculate) instead runs its own verify pass of
- *      its pending id and its drafts (prompt lookup, or the draft model's
- *      session that the sequence keeps beside its own) on the batch's
- *      threads (speculate/decoder.h), its ids the ones plain decoding gives;
- *      when its drafter has nothing this step, its id joins the batched step,
+ *      that speculates (j->speculate) puts its pending id and its drafts
+ *      (prompt lookup, or the draft model's session that the sequence
+ *      keeps beside its own, run on the batch's threads) into the same
+ *      step as a chunk of rows to verify (speculate/decoder.h), its ids
+ *      the ones plain decoding gives; without drafts this step it is one
+ *      row like the others, and a chunk that does not fit the step's rows
+ *      runs a verify pass of its own,
  *   5. samples, streams and finishes sequences (text/textgen.h).
  * With a stats recorder (--stats) it times each request's queue wait and
  * prefill, each batched step (the series decode_step, its sliding and full
