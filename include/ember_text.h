@@ -196,8 +196,9 @@ typedef struct ember_generate_params {
                                   adapts to the acceptance within 1..draft_max.
                                   0: 8 */
     const ember_model *draft_model; /* for EMBER_SPECULATE_DRAFT: its own session
-                                  follows the reply (the whole prompt is run
-                                  through it too); NULL otherwise */
+                                  follows the reply (the prompt is run through
+                                  it too, but for what it kept of the session's
+                                  previous call); NULL otherwise */
 } ember_generate_params;
 
 /* The neutral settings above. */
@@ -233,6 +234,11 @@ typedef struct ember_generate_result {
     int32_t verify_steps;      /* forward passes that verified drafts */
     int32_t drafted_tokens;    /* drafted ids they ran */
     int32_t accepted_tokens;   /* of those, the ones that agreed */
+    int32_t draft_prefill_tokens; /* prompt tokens the draft model ran: its
+                                  session stays with the session between
+                                  calls, so a later call runs only what it
+                                  does not hold yet (a chat turn: the new
+                                  messages) */
 } ember_generate_result;
 
 /* Generates after `prompt`: prefills the n_prompt ids after what the session

@@ -126,7 +126,9 @@ ember_status cli_sampling_load_draft(const cli_sampling *s, const ember_model_pa
 void cli_print_speculation(FILE *f, const ember_generate_result *r)
 {
     if (!r->verify_steps) return;
-    fprintf(f, "speculate: %d verify passes, %.2f ids per pass; %d of %d drafted ids accepted (%.1f%%)\n",
+    fprintf(f, "speculate: %d verify passes, %.2f ids per pass; %d of %d drafted ids accepted (%.1f%%)",
             r->verify_steps, (double)r->completion_tokens / r->verify_steps, r->accepted_tokens,
             r->drafted_tokens, r->drafted_tokens ? 100.0 * r->accepted_tokens / r->drafted_tokens : 0.0);
+    if (r->draft_prefill_tokens) fprintf(f, "; the draft model ran %d prompt tokens", r->draft_prefill_tokens);
+    fprintf(f, "\n");
 }

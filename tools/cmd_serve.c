@@ -36,7 +36,7 @@ static void usage(FILE *f)
             "usage: ember serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
             "                   [--max-seqs 8] [--ctx 4096] [--threads N] [--max-queue N]\n"
             "                   [--timeout SECONDS] [--max-body BYTES] [--prefix-cache MB]\n"
-            "                   [--prefix-cache-dir DIR] [--speculate ngram [--draft-max K]]\n"
+            "                   [--prefix-cache-dir DIR] [--speculate ngram|draft:DIR [--draft-max K]]\n"
             "                   [--stats FILE] [--tts QWEN3_TTS_DIR] [options]\n"
             "  POST /v1/chat/completions, POST /v1/completions, POST /v1/audio/speech, GET /v1/models,\n"
             "  GET /health, GET /metrics (OpenAI request and response shapes)\n"
@@ -57,7 +57,12 @@ static void usage(FILE *f)
             "                    resumes them\n"
             "  --speculate ngram speculative decoding with prompt lookup: drafted ids verified\n"
             "                    several per pass, replies identical to plain decoding\n"
-            "  --draft-max K     the most drafted ids per verify pass, 1-64 (default 8)\n"
+            "  --speculate draft:DIR  the same with a draft model's guesses (a smaller checkpoint\n"
+            "                    with the same tokenizer, loaded once; each sequence keeps its\n"
+            "                    own draft session); requests may still ask for ngram\n"
+            "  --draft-max K     the most drafted ids per verify pass, 1-64 (default 8); a\n"
+            "                    request's \"speculate\" (off|ngram|draft) and \"draft_max\" choose\n"
+            "                    within what the server loaded\n"
             "  --stats FILE      step statistics of the text engine (queue wait, prefill, decode\n"
             "                    steps by layer type, sampler, detokenizer) written as JSON at\n"
             "                    shutdown, with the attribution table on stderr (or $EMBER_STATS)\n"
@@ -148,11 +153,9 @@ int cmd_serve(int argc, char **argv)
             break;
         case OPT_STATS: stats_path = optarg; break;
         case OPT_SPECULATE:
-            if (strcmp(optarg, "ngram")) {
-                fprintf(stderr, "ember serve: --speculate: only ngram is served (draft models: "
-                                "generate and chat)\n");
-                return 2;
-            }
+            if (!strncmp(optarg, "draft:", 6) && optarg[6]) p.draft_dir = optarg + 6;
+            else if (strcmp(optarg, "ngram")) r = -1;
+            else p.draft_dir = NULL;
             speculate = 1;
             break;
         case OPT_DRAFT_MAX: r = parse_long(optarg, 1, 64, &v); draft_max = (int32_t)v; break;

@@ -133,7 +133,7 @@ class GenerateResult(Structure):
                 ("completion_tokens", c_int32), ("tool_calls", c_int32),
                 ("prefill_ms", c_double), ("first_token_ms", c_double), ("decode_ms", c_double),
                 ("total_ms", c_double), ("verify_steps", c_int32), ("drafted_tokens", c_int32),
-                ("accepted_tokens", c_int32)]
+                ("accepted_tokens", c_int32), ("draft_prefill_tokens", c_int32)]
 
 
 class ConversationParams(Structure):

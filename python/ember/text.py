@@ -85,7 +85,8 @@ class Reply:
         self.timings = {"prefill_ms": res.prefill_ms, "first_token_ms": res.first_token_ms,
                         "decode_ms": res.decode_ms, "total_ms": res.total_ms}
         self.speculation = {"verify_steps": res.verify_steps, "drafted_tokens": res.drafted_tokens,
-                            "accepted_tokens": res.accepted_tokens}
+                            "accepted_tokens": res.accepted_tokens,
+                            "draft_prefill_tokens": res.draft_prefill_tokens}
 
     def __repr__(self):
         return "Reply(finish=%r, content=%r, tool_calls=%r)" % (self.finish, self.content,

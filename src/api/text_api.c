@@ -368,7 +368,14 @@ static ember_status decode_speculating(gen_state *gs, const int32_t *ids, size_t
         return ember_fail(EMBER_ERR_INVALID_ARG, "draft_max %d must be in [0, 64] (0: 8)", p->draft_max);
     spec_decoder *d = NULL;
     ember_status st = spec_decoder_create(gs->s, p->draft_max ? p->draft_max : 8, p->draft_model, &d);
-    if (!st) st = spec_decoder_begin(d, ids, n);
+    /* the draft session marks its rings where the caller snapshots the
+     * target's (a conversation's resume points): a later turn resumes it there */
+    size_t marks[2], n_marks = 0;
+    for (int i = 0; i < 2; i++)
+        if (h->snapshot[i] && h->snapshot_at[i] > 0 && h->snapshot_at[i] <= n &&
+            (!n_marks || h->snapshot_at[i] > marks[n_marks - 1]))
+            marks[n_marks++] = h->snapshot_at[i];
+    if (!st) st = spec_decoder_begin(d, ids, n, marks, n_marks);
     int32_t next;
     int end = 0;
     if (!st) st = pick_next(gs, ember_session_logits(gs->s), gs->s->pos, &next, &end);
@@ -389,6 +396,7 @@ static ember_status decode_speculating(gen_state *gs, const int32_t *ids, size_t
         r->verify_steps = (int32_t)c->steps;
         r->drafted_tokens = (int32_t)c->drafted;
         r->accepted_tokens = (int32_t)c->accepted;
+        r->draft_prefill_tokens = (int32_t)c->draft_prefill;
     }
     spec_decoder_free(d);
     return st;

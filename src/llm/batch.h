@@ -30,6 +30,20 @@ void llm_batch_free(llm_batch *b);
 ember_status llm_batch_decode(llm_batch *b, ember_session *const *sessions, const int32_t *ids,
                               int32_t n);
 
+/* A step of several rows per session (a speculative verify's next and
+ * drafts beside other sessions' single rows): session i takes
+ * counts[i] >= 1 ids, ids holding them session after session, and every
+ * weight matrix (lm_head too) is still read once for all rows, attention
+ * running each session's rows as one chunk against its own cache. With
+ * rows_out[i] non-NULL, the logits of session i's counts[i] rows go there
+ * (counts[i] x vocab; the session's own logits are left alone: a verifier
+ * takes them, llm/verify.h), else its last row's go to the session's
+ * logits. At most llm_batch_max_total_rows rows in all; checked first as
+ * llm_batch_decode is. */
+ember_status llm_batch_run(llm_batch *b, ember_session *const *sessions, const int32_t *ids,
+                           const int32_t *counts, int32_t n, float *const *rows_out);
+int32_t llm_batch_max_total_rows(const llm_batch *b);
+
 /* Records each decode step's time in sliding-window and in full-attention
  * layers (EMBER_STAT_DECODE_SLIDING / _FULL) into stats, as a session
  * does (ember_session_set_stats); NULL: off (a branch per layer). The

@@ -79,6 +79,7 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
 void ember_session_free(ember_session *session)
 {
     if (!session) return;
+    if (session->kept_free) session->kept_free(session->kept);
     llm_session_drop_marks(session, -1);
     pool_free(session->exec.pool);
     spark_ort_free(session->ort);

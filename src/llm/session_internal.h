@@ -25,6 +25,11 @@ struct ember_session {
     llm_ring_snapshot marks[LLM_SESSION_MAX_MARKS];
     size_t n_marks;
     struct spark_ort *ort; /* the model's onnx backend: ONNX Runtime runs each token */
+    /* state a layer above keeps with the session between calls (the draft
+     * model's session of speculative decoding: speculate/draft_model.h),
+     * freed with it by kept_free; NULL: none */
+    void *kept;
+    void (*kept_free)(void *kept);
 };
 
 /* The cache format of a session's kv_type (ET_DTYPE_COUNT when invalid). */

@@ -63,7 +63,7 @@ int32_t llm_verifier_max_draft(const llm_verifier *v)
     return v ? kv_undo_limit(&v->undo, &v->s->kv) - 1 : 0;
 }
 
-ember_status llm_verify(llm_verifier *v, const int32_t *ids, int32_t n, const float **rows)
+ember_status llm_verify_prepare(llm_verifier *v, const int32_t *ids, int32_t n, float **rows)
 {
     if (!v || !rows) return ember_fail(EMBER_ERR_INVALID_ARG, "llm_verify: NULL argument");
     const int32_t limit = kv_undo_limit(&v->undo, &v->s->kv);
@@ -73,12 +73,20 @@ ember_status llm_verify(llm_verifier *v, const int32_t *ids, int32_t n, const fl
                           limit);
     ember_status st = session_check_input(v->s, ids, (size_t)n, "verify");
     if (st) return st;
-    ember_session *s = v->s;
-    kv_undo_save(&v->undo, &s->kv, s->pos, n);
-    session_forward_chunk(s, &v->work, ids, n, 0);
-    llm_logits(&v->work, 0, n, v->rows);
+    kv_undo_save(&v->undo, &v->s->kv, v->s->pos, n);
     v->n = n;
     *rows = v->rows;
+    return EMBER_OK;
+}
+
+ember_status llm_verify(llm_verifier *v, const int32_t *ids, int32_t n, const float **rows)
+{
+    float *out = NULL;
+    ember_status st = llm_verify_prepare(v, ids, n, &out);
+    if (st) return st;
+    session_forward_chunk(v->s, &v->work, ids, n, 0);
+    llm_logits(&v->work, 0, n, out);
+    *rows = out;
     return EMBER_OK;
 }
 

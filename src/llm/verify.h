@@ -37,6 +37,13 @@ int32_t llm_verifier_max_draft(const llm_verifier *v);
  * llm_verify_accept the session holds all n tokens. */
 ember_status llm_verify(llm_verifier *v, const int32_t *ids, int32_t n, const float **rows);
 
+/* llm_verify with the pass left to the caller (a batched step that runs
+ * several sessions' rows at once, llm/batch.h: llm_batch_run): checks ids
+ * as llm_verify does and keeps what the rows will overwrite, then the
+ * caller runs exactly ids[0..n) through the session and writes their n
+ * rows of logits to *rows (the verifier's), before llm_verify_accept. */
+ember_status llm_verify_prepare(llm_verifier *v, const int32_t *ids, int32_t n, float **rows);
+
 /* Keeps the first `keep` (1..n) rows of the last llm_verify: the session's
  * position becomes what it was before plus keep, the rejected rows' ring
  * entries are undone, and its logits are row keep-1's. */

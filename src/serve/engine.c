@@ -38,7 +38,7 @@ typedef struct slot {
     llm_ring_snapshot *snaps;
     size_t n_snaps;
     size_t next_bound; /* the first of j->bounds not reached yet */
-    spec_decoder *spec; /* speculating (e->p.draft_max): its verify passes; NULL: plain */
+    spec_decoder *spec; /* speculating (j->speculate): its verify passes; NULL: plain */
 } slot;
 
 struct sv_engine {
@@ -61,16 +61,22 @@ struct sv_engine {
     /* engine thread only */
     slot *slots;        /* max_seqs */
     int n_slots;
-    ember_session **rows;
-    int32_t *ids;
+    ember_session **rows; /* max_seqs: the batched step's sessions */
+    int32_t *ids;         /* the step's rows (llm_batch_max_total_rows) */
+    int32_t *counts;      /* max_seqs: each session's rows */
+    float **outs;         /* max_seqs: a verifier's rows, NULL for a one-row session */
     int *row_slot;
     float *logits;      /* vocab: the sampler works on a copy */
     int decode_step_id; /* stats: the batched decode call's series */
 };
 
-size_t sv_engine_kv_bytes(const sv_engine *e, int32_t n_tokens)
+size_t sv_engine_kv_bytes(const sv_engine *e, const sv_job *j)
 {
-    return llm_session_kv_bytes(e->m, n_tokens, e->p.kv_type);
+    const int32_t n = (int32_t)(j->n_prompt + (size_t)j->max_tokens);
+    size_t bytes = llm_session_kv_bytes(e->m, n, e->p.kv_type);
+    if (j->speculate == SV_SPECULATE_DRAFT && e->p.draft)
+        bytes += llm_session_kv_bytes(e->p.draft, n, e->p.kv_type);
+    return bytes;
 }
 
 static void set_gauges(sv_engine *e)
@@ -185,19 +191,21 @@ static ember_status pick_spec(void *user, const float *logits, int64_t held, int
     return st;
 }
 
-/* One verify pass of a speculating slot: its pending id and up to draft_max
- * n-gram drafts as one chunk of rows (speculate/decoder.h), each row's pick
- * made by the slot's own sampler in order, so the ids (and the sampler's
- * random draws) are those plain decoding gives. Returns the ids fed; sets
- * s->over when the response ended or failed. */
-static int step_speculating(sv_engine *e, slot *s)
+/* One verify step of a speculating slot: its pending id and up to
+ * draft_max drafts as one chunk of rows (speculate/decoder.h), each row's
+ * pick made by the slot's own sampler in order, so the ids (and the
+ * sampler's random draws) are those plain decoding gives. rows: the
+ * chunk's logits from the engine's batched pass; NULL: a pass of its own.
+ * Returns the ids fed; sets s->over when the response ended or failed. */
+static int step_speculating(sv_engine *e, slot *s, const float *rows)
 {
     const spec_counts before = *spec_decoder_counts(s->spec);
     spec_pick pk = {e, s, ET_FINISH_NONE};
     const int32_t *fed = NULL;
     int32_t n_fed = 0;
     int end = 0;
-    ember_status st = spec_decoder_step(s->spec, &s->next, pick_spec, &pk, &fed, &n_fed, &end);
+    ember_status st = rows ? spec_decoder_finish(s->spec, rows, &s->next, pick_spec, &pk, &fed, &n_fed, &end)
+                           : spec_decoder_step(s->spec, &s->next, pick_spec, &pk, &fed, &n_fed, &end);
     for (int32_t i = 0; i < n_fed; i++) s->held[s->n_held++] = fed[i];
     const spec_counts *after = spec_decoder_counts(s->spec);
     pthread_mutex_lock(&e->metrics->mu);
@@ -243,7 +251,10 @@ static int start_slot(sv_engine *e, slot *s)
         fail_job(j, 500, "server_error", NULL, "out of memory");
         return -1;
     }
-    if (e->p.draft_max && spec_decoder_create_on(s->s, llm_batch_exec(e->batch), e->p.draft_max, &s->spec)) {
+    /* a draft model's session is sized like this one, on the batch's threads too */
+    const ember_model *draft = j->speculate == SV_SPECULATE_DRAFT ? e->p.draft : NULL;
+    if (j->speculate != SV_SPECULATE_OFF &&
+        spec_decoder_create_on(s->s, llm_batch_exec(e->batch), j->draft_max, draft, &s->spec)) {
         fail_job(j, 500, "server_error", NULL, ember_last_error());
         return -1;
     }
@@ -285,7 +296,7 @@ static void admit(sv_engine *e)
 {
     while (e->q_len && e->n_slots < e->p.max_seqs) {
         sv_job *j = e->queue[e->q_head];
-        size_t bytes = sv_engine_kv_bytes(e, (int32_t)(j->n_prompt + (size_t)j->max_tokens));
+        size_t bytes = sv_engine_kv_bytes(e, j);
         if (e->kv_used + bytes > e->p.kv_budget) break; /* in order: no overtaking */
         e->q_head = (e->q_head + 1) % e->p.max_queue;
         e->q_len--;
@@ -348,17 +359,18 @@ static int step(sv_engine *e)
                         snapshot_here(e, s);
                         s->next_bound++;
                     }
-                    if (s->prefilled == s->job->n_prompt) {
+                    /* the drafter follows piece by piece what the target holds: a
+                     * draft session runs the same piece (the first time also what
+                     * the target resumed from the prefix cache), and prompt lookup
+                     * sees the prompt so far */
+                    if (s->spec && spec_decoder_begin(s->spec, s->held, s->prefilled, NULL, 0)) {
+                        fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+                        over = 1;
+                    } else if (s->prefilled == s->job->n_prompt) {
                         ember_stats_record(e->p.stats, EMBER_STAT_PREFILL, s->prefill_ms);
                         /* the boundary before the reply: the next turn's usual resume point */
                         snapshot_here(e, s);
-                        /* the drafter looks up the whole prompt */
-                        if (s->spec && spec_decoder_begin(s->spec, s->held, s->n_held)) {
-                            fail_job(s->job, 500, "server_error", NULL, ember_last_error());
-                            over = 1;
-                        } else {
-                            over = sample(e, s) != 0;
-                        }
+                        over = sample(e, s) != 0;
                     }
                 }
             }
@@ -366,25 +378,39 @@ static int step(sv_engine *e)
         if (over) release_slot(e, i);
         else i++;
     }
-    /* 3. one batched decode step of everything that has a token pending;
-     * a speculating sequence instead runs its own verify pass of several
-     * rows on the batch's threads (exact, and simple: its rows cannot join
-     * the others' one-row step, and a pass over K+1 rows costs little more
-     * than one while weights dominate) */
-    int n = 0, verified = 0;
-    for (int i = 0; i < e->n_slots; i++)
-        if (e->slots[i].decoding &&
-            !(e->slots[i].job->req.stream && sv_job_unread(e->slots[i].job) > MAX_UNREAD_BYTES)) {
-            if (e->slots[i].spec) {
-                verified += step_speculating(e, &e->slots[i]);
-                continue;
-            }
-            e->rows[n] = e->slots[i].s;
-            e->ids[n] = e->slots[i].next;
-            e->row_slot[n++] = i;
+    /* 3. one batched step of everything that has a token pending: a
+     * sequence's pending id as one row, or a speculating sequence's
+     * pending id and drafts as a chunk of rows to verify (llm_batch_run:
+     * every weight read once for all of them); a chunk that does not fit
+     * the step's rows runs a verify pass of its own */
+    int n = 0, n_ids = 0, verified = 0;
+    const int32_t max_ids = llm_batch_max_total_rows(e->batch);
+    for (int i = 0; i < e->n_slots; i++) {
+        slot *s = &e->slots[i];
+        if (!s->decoding || (s->job->req.stream && sv_job_unread(s->job) > MAX_UNREAD_BYTES)) continue;
+        int32_t n_draft = 0, count = 1;
+        const int32_t *chunk = &s->next;
+        float *rows = NULL;
+        ember_status st = s->spec ? spec_decoder_draft(s->spec, s->next, &n_draft) : EMBER_OK;
+        if (!st && n_draft && n_ids + 1 + n_draft > max_ids - (e->n_slots - 1 - i)) {
+            verified += step_speculating(e, s, NULL); /* the rows left are the others' */
+            continue;
         }
+        if (!st && n_draft) st = spec_decoder_prepare(s->spec, s->next, &chunk, &count, &rows);
+        if (st) {
+            fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+            s->over = 1;
+            continue;
+        }
+        e->rows[n] = s->s;
+        memcpy(e->ids + n_ids, chunk, (size_t)count * sizeof *chunk);
+        e->counts[n] = count;
+        e->outs[n] = rows;
+        e->row_slot[n++] = i;
+        n_ids += count;
+    }
     double t_step = ember_stats_start(e->p.stats);
-    ember_status decoded = n ? llm_batch_decode(e->batch, e->rows, e->ids, n) : EMBER_OK;
+    ember_status decoded = n ? llm_batch_run(e->batch, e->rows, e->ids, e->counts, n, e->outs) : EMBER_OK;
     if (n) ember_stats_stop(e->p.stats, e->decode_step_id, t_step);
     if (decoded) {
         for (int r = 0; r < n; r++) {
@@ -394,7 +420,16 @@ static int step(sv_engine *e)
     } else {
         for (int r = 0; r < n; r++) {
             slot *s = &e->slots[e->row_slot[r]];
-            s->held[s->n_held++] = e->ids[r];
+            if (e->outs[r]) {
+                verified += step_speculating(e, s, e->outs[r]);
+                continue;
+            }
+            s->held[s->n_held++] = s->next;
+            if (s->spec && spec_decoder_fed(s->spec, s->next)) {
+                fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+                s->over = 1;
+                continue;
+            }
             s->over = sample(e, s) != 0;
         }
         if (n) ember_stats_stop(e->p.stats, EMBER_STAT_TOKEN, t_step);
@@ -403,7 +438,7 @@ static int step(sv_engine *e)
      * that one was already looked at */
     for (int i = e->n_slots - 1; i >= 0; i--)
         if (e->slots[i].over) release_slot(e, i);
-    return ran + n + verified;
+    return ran + n_ids + verified;
 }
 
 /* Waits on the engine's condition for at most IDLE_WAIT_S. Under mu. */
@@ -443,7 +478,7 @@ static void *engine_main(void *arg)
 
 int sv_engine_submit(sv_engine *e, sv_job *j, sv_error *err)
 {
-    size_t bytes = sv_engine_kv_bytes(e, (int32_t)(j->n_prompt + (size_t)j->max_tokens));
+    size_t bytes = sv_engine_kv_bytes(e, j);
     if (bytes > e->p.kv_budget)
         return sv_error_set(err, 400, "invalid_request_error", "max_tokens", "context_length_exceeded",
                             "the prompt (%zu tokens) and max_tokens (%d) need %zu KV bytes, more "
@@ -487,7 +522,10 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
     e->tok = tok;
     e->p = *p;
     e->metrics = metrics;
-    if (!e->p.kv_budget) e->p.kv_budget = (size_t)p->max_seqs * sv_engine_kv_bytes(e, p->ctx);
+    /* the default: max_seqs sequences of ctx tokens, each with a draft session when one is loaded */
+    if (!e->p.kv_budget)
+        e->p.kv_budget = (size_t)p->max_seqs * (llm_session_kv_bytes(model, p->ctx, p->kv_type) +
+                                                (p->draft ? llm_session_kv_bytes(p->draft, p->ctx, p->kv_type) : 0));
     pthread_mutex_init(&e->mu, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -499,11 +537,14 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
         e->queue = calloc((size_t)p->max_queue, sizeof *e->queue);
         e->slots = calloc((size_t)p->max_seqs, sizeof *e->slots);
         e->rows = calloc((size_t)p->max_seqs, sizeof *e->rows);
-        e->ids = calloc((size_t)p->max_seqs, sizeof *e->ids);
+        e->ids = calloc((size_t)llm_batch_max_total_rows(e->batch), sizeof *e->ids);
+        e->counts = calloc((size_t)p->max_seqs, sizeof *e->counts);
+        e->outs = calloc((size_t)p->max_seqs, sizeof *e->outs);
         e->row_slot = calloc((size_t)p->max_seqs, sizeof *e->row_slot);
         e->logits = calloc((size_t)ember_model_vocab_size(model), sizeof *e->logits);
         e->prefix = sv_prefix_cache_create(p->prefix_cache_bytes, 64, metrics);
-        if (!e->queue || !e->slots || !e->rows || !e->ids || !e->row_slot || !e->logits || !e->prefix)
+        if (!e->queue || !e->slots || !e->rows || !e->ids || !e->counts || !e->outs || !e->row_slot ||
+            !e->logits || !e->prefix)
             st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
         if (!st && p->prefix_cache_dir)
             st = sv_prefix_cache_persist(e->prefix, p->prefix_cache_dir, model, p->kv_type, NULL, NULL);
@@ -555,6 +596,8 @@ void sv_engine_free(sv_engine *e)
     free(e->slots);
     free(e->rows);
     free(e->ids);
+    free(e->counts);
+    free(e->outs);
     free(e->row_slot);
     free(e->logits);
     pthread_cond_destroy(&e->cv);

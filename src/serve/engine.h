@@ -12,10 +12,14 @@
  *      a long prompt from stalling the others' streams), after resuming
  *      what it can from the prefix cache (prefix_cache.h),
  *   4. decodes one token of every other sequence in one batched step
- *      (llm/batch.h: one matmul per weight matrix for all rows); with
- *      speculation on (draft_max), each sequence instead runs its own
- *      verify pass of its pending id and its n-gram drafts on the batch's
- *      threads (speculate/decoder.h), its ids the ones plain decoding gives,
+ *      (llm/batch.h: one matmul per weight matrix for all rows); a job
+ *      that speculates (j->speculate) puts its pending id and its drafts
+ *      (prompt lookup, or the draft model's session that the sequence
+ *      keeps beside its own, run on the batch's threads) into the same
+ *      step as a chunk of rows to verify (speculate/decoder.h), its ids
+ *      the ones plain decoding gives; without drafts this step it is one
+ *      row like the others, and a chunk that does not fit the step's rows
+ *      runs a verify pass of its own,
  *   5. samples, streams and finishes sequences (text/textgen.h).
  * With a stats recorder (--stats) it times each request's queue wait and
  * prefill, each batched step (the series decode_step, its sliding and full
@@ -55,9 +59,9 @@ typedef struct sv_engine_params {
                            (read it after sv_engine_shutdown); NULL: off */
     const char *prefix_cache_dir; /* the prefix cache also on disk here
                                      (prefix_cache.h); NULL: memory only */
-    int32_t draft_max;  /* > 0: speculative decoding with n-gram (prompt
-                           lookup) drafts of up to this many ids per verify
-                           pass (see engine.c); 0: off */
+    const ember_model *draft; /* the draft model of jobs that speculate with
+                           one (the same vocabulary; it must outlive the
+                           engine); NULL: none */
 } sv_engine_params;
 
 typedef struct sv_engine sv_engine;
@@ -71,8 +75,10 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
 void sv_engine_shutdown(sv_engine *e);
 void sv_engine_free(sv_engine *e); /* shuts down first if needed */
 
-/* The KV bytes a sequence of n tokens reserves. */
-size_t sv_engine_kv_bytes(const sv_engine *e, int32_t n_tokens);
+/* The KV bytes a job's sequence reserves: its session of prompt +
+ * max_tokens, and as much again in the draft model's format when it
+ * drafts with one. */
+size_t sv_engine_kv_bytes(const sv_engine *e, const sv_job *j);
 
 /* Queues a job whose prompt and max_tokens are set and checked against
  * ctx. On success the engine holds a reference until it finishes the job.

@@ -33,6 +33,8 @@ typedef struct sv_job {
     size_t n_bounds;
     int32_t max_tokens;        /* resolved: request's, or what the context leaves */
     et_textgen_params gp;      /* points into req (stop strings, bias) */
+    sv_speculate speculate;    /* resolved: OFF, NGRAM or DRAFT (the server's model) */
+    int32_t draft_max;         /* resolved: drafts per verify pass when speculating */
     double t_submit, deadline; /* monotonic seconds */
 
     /* engine side only: what the response collected */
@@ -41,7 +43,7 @@ typedef struct sv_job {
     cJSON *calls;              /* the tool_calls array */
     int sent_role;             /* streaming: the first chunk (with the role) went out */
     int32_t completion_tokens, cached_tokens;
-    int speculated;            /* the server speculates: usage carries the counts */
+    int speculated;            /* it was speculated: usage carries the counts */
     int64_t spec_passes, spec_drafted, spec_accepted;
     double t_first_token;      /* 0 until the first token */
 

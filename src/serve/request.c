@@ -360,6 +360,22 @@ static int parse_bias(const cJSON *root, int32_t vocab, sv_request *r, sv_error 
     return 0;
 }
 
+/* The speculative-decoding extension: "speculate" and "draft_max". */
+static int parse_speculate(const cJSON *root, sv_request *r, sv_error *e)
+{
+    static const char *const names[] = {"off", "ngram", "draft"};
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "speculate");
+    if (v && !cJSON_IsNull(v)) {
+        for (int i = 0; cJSON_IsString(v) && i < 3; i++)
+            if (!strcmp(v->valuestring, names[i])) r->speculate = (sv_speculate)(SV_SPECULATE_OFF + i);
+        if (!r->speculate) return bad(e, "speculate", "must be \"off\", \"ngram\" or \"draft\"");
+    }
+    double k = 0;
+    if (get_number(root, "draft_max", 1, 64, 1, &k, NULL, e)) return -1;
+    r->draft_max = (int32_t)k;
+    return 0;
+}
+
 static int parse_fields(sv_kind kind, const cJSON *root, int32_t vocab, sv_request *r, sv_error *e)
 {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
@@ -404,7 +420,7 @@ static int parse_fields(sv_kind kind, const cJSON *root, int32_t vocab, sv_reque
         }
     }
     (void)set;
-    return parse_stop(root, r, e) || parse_bias(root, vocab, r, e) ? -1 : 0;
+    return parse_stop(root, r, e) || parse_bias(root, vocab, r, e) || parse_speculate(root, r, e) ? -1 : 0;
 }
 
 int sv_request_parse(sv_kind kind, const char *body, size_t len, int32_t vocab, sv_request *r,

@@ -32,6 +32,15 @@ enum { SV_MAX_STOP = 4, SV_MAX_BIAS = 300, SV_MAX_NESTING = 64 };
 
 typedef enum sv_kind { SV_CHAT, SV_COMPLETION } sv_kind;
 
+/* A request's speculative decoding (an extension: "speculate"): as the
+ * server was started, none, prompt lookup, or the server's draft model. */
+typedef enum sv_speculate {
+    SV_SPECULATE_DEFAULT = 0,
+    SV_SPECULATE_OFF,
+    SV_SPECULATE_NGRAM,
+    SV_SPECULATE_DRAFT
+} sv_speculate;
+
 typedef struct sv_request {
     sv_kind kind;
     char *model;              /* as the client named it */
@@ -57,6 +66,9 @@ typedef struct sv_request {
     struct { int temperature, top_p, top_k, seed; } set;
     et_logit_bias bias[SV_MAX_BIAS];
     size_t n_bias;
+    /* extensions: speculative decoding within what the server loaded */
+    sv_speculate speculate;   /* "speculate": "off" | "ngram" | "draft"; DEFAULT: absent */
+    int32_t draft_max;        /* "draft_max": 1..64; 0: absent */
 } sv_request;
 
 /* Parses and checks a body of len bytes (not NUL-terminated). On failure

@@ -157,6 +157,22 @@ static void job_params(sv_server *s, sv_job *j)
     gp->single_call = r->single_call;
 }
 
+/* The job's speculative decoding: the request's choice, else the server's
+ * flag; a draft model only when the server loaded one. */
+static int job_speculate(const sv_server *s, sv_job *j, sv_error *e)
+{
+    const sv_request *r = &j->req;
+    const sv_speculate server = !s->p.draft_max ? SV_SPECULATE_OFF
+                              : s->draft ? SV_SPECULATE_DRAFT : SV_SPECULATE_NGRAM;
+    j->speculate = r->speculate ? r->speculate : server;
+    if (j->speculate == SV_SPECULATE_DRAFT && !s->draft)
+        return sv_error_set(e, 400, "invalid_request_error", "speculate", "drafter_not_loaded",
+                            "speculate \"draft\": this server has no draft model (start it with "
+                            "--speculate draft:DIR); \"ngram\" and \"off\" are available");
+    j->draft_max = r->draft_max ? r->draft_max : s->p.draft_max ? s->p.draft_max : SV_DEFAULT_DRAFT_MAX;
+    return 0;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -257,6 +273,7 @@ static sv_job *make_job(sv_server *s, sv_kind kind, const char *body, size_t len
         goto bad;
     }
     job_params(s, j);
+    if (job_speculate(s, j, e)) goto bad;
     snprintf(j->id, sizeof j->id, "%s-%llx", kind == SV_CHAT ? "chatcmpl" : "cmpl",
              (unsigned long long)next_id(s));
     j->model_name = s->model_name;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "base/status.h"
+#include "speculate/draft_model.h"
 
 void sv_server_params_default(sv_server_params *p)
 {
@@ -30,6 +31,15 @@ static void name_model(const char *dir, char *out, size_t cap)
     size_t n = end - start < cap - 1 ? end - start : cap - 1;
     memcpy(out, dir + start, n);
     out[n] = '\0';
+}
+
+/* The draft model, once for every sequence that drafts with it: the same
+ * weight format as the model's, and its vocabulary. */
+static ember_status load_draft(sv_server *s, const sv_server_params *p)
+{
+    ember_status st = ember_model_load(p->draft_dir, &p->model, &s->draft);
+    if (st) return ember_fail_prefix(st, "the draft model %s", p->draft_dir);
+    return spec_draft_model_check(s->draft, s->model);
 }
 
 ember_status sv_server_start(const sv_server_params *p, sv_server **out)
@@ -58,11 +68,12 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
     if (!st) st = et_model_stop_ids(p->model_dir, s->tok, s->stop_ids, SV_MAX_STOP_IDS, &s->n_stop_ids);
     if (!st) st = et_model_sampling_defaults(p->model_dir, &s->sampling);
     if (!st) st = ember_model_load(p->model_dir, &p->model, &s->model);
+    if (!st && p->draft_dir) st = load_draft(s, p);
     if (!st) {
         sv_engine_params ep = {p->max_seqs, p->ctx, p->n_threads,
                                p->max_queue ? p->max_queue : 4 * p->max_seqs,
                                p->kv_budget, p->kv_type, 256, p->prefix_cache_bytes, p->stats,
-                               p->prefix_cache_dir, p->draft_max};
+                               p->prefix_cache_dir, s->draft};
         if (ep.ctx > ember_model_max_positions(s->model)) ep.ctx = ember_model_max_positions(s->model);
         s->p.ctx = ep.ctx;
         st = sv_engine_create(s->model, s->tok, &ep, &s->metrics, &s->engine);
@@ -96,6 +107,7 @@ void sv_server_stop(sv_server *s)
     sv_engine_free(s->engine);
     sv_speech_free(s->speech);
     ember_model_free(s->model);
+    ember_model_free(s->draft);
     et_chat_template_free(s->tmpl);
     et_tokenizer_free(s->tok);
     sv_metrics_destroy(&s->metrics);

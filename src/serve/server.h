@@ -47,8 +47,12 @@ typedef struct sv_server_params {
     const char *tts_voices;  /* a directory of saved voices (a Base model's); NULL: none */
     ember_stats *stats;      /* the text engine's step statistics (engine.h); NULL:
                                 off. The caller's: read it after sv_server_stop. */
-    int32_t draft_max;       /* > 0: speculative decoding, n-gram drafts of up to
-                                this many ids per verify pass; 0: off */
+    int32_t draft_max;       /* > 0: requests speculate unless they say otherwise
+                                ("speculate": "off"), with drafts of up to this
+                                many ids per verify pass; 0: only those that ask */
+    const char *draft_dir;   /* a draft model (the same vocabulary), loaded with
+                                `model`'s params: the default drafter when
+                                draft_max > 0, else prompt lookup; NULL: none */
 } sv_server_params;
 
 void sv_server_params_default(sv_server_params *p);

@@ -16,6 +16,9 @@
 struct MHD_Daemon;
 
 enum { SV_MAX_STOP_IDS = 16 };
+/* Drafts per verify pass of a request that speculates on a server started
+ * without --speculate (as generate's default). */
+enum { SV_DEFAULT_DRAFT_MAX = 8 };
 
 struct sv_server {
     sv_server_params p;
@@ -23,6 +26,7 @@ struct sv_server {
     char model_name[256];
     long long started;          /* unix seconds */
     ember_model *model;
+    ember_model *draft;         /* --speculate draft:DIR; NULL: none */
     et_tokenizer *tok;
     et_chat_template *tmpl;
     int32_t stop_ids[SV_MAX_STOP_IDS];

@@ -6,7 +6,9 @@
 # build/bench/speculate, which runs both through ember_session_generate);
 # the drafts are exercised (some accepted, some rejected); `ember generate
 # --speculate ngram` prints the same text as without, and refuses a bad
-# --draft-max. Speed is the benchmark's business, never asserted here.
+# --draft-max; a multi-turn `chat --speculate draft:` gives plain chat's
+# replies while its draft session runs only each turn's new tokens. Speed
+# is the benchmark's business, never asserted here.
 source "$(dirname "$0")/lib.sh"
 model=models/demo
 if [ ! -f "$model/model.safetensors" ]; then echo "SKIP speculate ($model has no weights)"; exit 0; fi
@@ -49,6 +51,34 @@ spec=$("$EMBER" generate -m "$model" --greedy -n 40 -p "$prompt" --speculate ngr
 if [ -n "$plain" ] && [ "$plain" = "$spec" ] && grep -q "verify passes" "$tmp/err"; then
   pass speculate_cli_same_text
 else fail speculate_cli_same_text "plain: $plain" "speculative: $spec" "$(cat "$tmp/err")"; fi
+# a multi-turn chat with the draft model (the demo at q4_0 from `ember
+# quantize`): the replies are plain chat's, and from the second turn on the
+# draft model's session, kept with the chat's session, runs only the new
+# tokens, as many as the target itself runs (the conversation's prefix reuse
+# counts those independently), not the whole prompt again
+if "$EMBER" quantize "$model" "$tmp/draft.gguf" --type q4_0 >/dev/null 2>"$tmp/err"; then
+  turns='Weather in Paris?\nAnd in Rome, please?\nThanks. What about Oslo?\n'
+  printf "$turns" | "$EMBER" chat -m "$model" --greedy -n 40 --threads 1 >"$tmp/chat_plain.out" 2>"$tmp/chat_plain.err"
+  printf "$turns" | "$EMBER" chat -m "$model" --greedy -n 40 --threads 1 --speculate "draft:$tmp/draft.gguf" \
+    --draft-max 4 >"$tmp/chat_draft.out" 2>"$tmp/chat_draft.err"
+  verdict=$($PY - "$tmp/chat_draft.err" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+runs = [(int(a), int(b)) for a, b in re.findall(r"\[(\d+) of (\d+) prompt tokens run", text)]
+drafts = [int(n) for n in re.findall(r"the draft model ran (\d+) prompt tokens", text)]
+ok = len(runs) == 3 and len(drafts) == 3 and drafts == [r for r, _ in runs] and runs[0][0] == runs[0][1] \
+     and all(r < total for r, total in runs[1:])
+print("ok" if ok else "bad", "target ran/prompt", runs, "draft ran", drafts)
+PY
+)
+  if [ -s "$tmp/chat_plain.out" ] && cmp -s "$tmp/chat_plain.out" "$tmp/chat_draft.out" && [ "${verdict%% *}" = ok ]; then
+    pass speculate_chat_draft_session_resumes
+    echo "     ${verdict#* }"
+  else
+    fail speculate_chat_draft_session_resumes "$verdict" "plain: $(head -c 300 "$tmp/chat_plain.out")" \
+      "draft: $(head -c 300 "$tmp/chat_draft.out")" "$(tail -3 "$tmp/chat_draft.err")"
+  fi
+else fail speculate_chat_quantize "$(cat "$tmp/err")"; fi
 expect_error speculate_cli_bad_draft_max "bad value" "$EMBER" generate -m "$model" -p hi --speculate ngram --draft-max 0
 expect_error speculate_cli_bad_mode "bad value" "$EMBER" generate -m "$model" -p hi --speculate lookahead
 expect_error speculate_cli_draft_other_vocabulary "vocabulary" "$EMBER" generate -m "$model" -p hi \

@@ -1,8 +1,9 @@
 /* Batched decoding (src/llm/batch.c) on the committed tiny checkpoint: a
  * step of B sessions at different positions (rings wrapped or not) gives
  * each session the logits its own single-sequence decode gives, for fp32
- * and Q8_0 weights; a batch prefill equals a session prefill; and a rejected
- * step leaves every session as it was.
+ * and Q8_0 weights; so does a step of several rows per session
+ * (llm_batch_run, every row's logits); a batch prefill equals a session
+ * prefill; and a rejected step leaves every session as it was.
  * Tolerance, fp32 weights: relative L2 difference of the logits below 1e-5
  * (the rows go through the same kernels; only the attention split, per row
  * vs per chunk, differs, so the results agree to fp32 rounding). Q8_0: a
@@ -187,8 +188,65 @@ static void rejected_step_leaves_sessions_unchanged(void)
     ember_model_free(m);
 }
 
+/* llm_batch_run: three sessions at different positions (one past the
+ * tiny model's window of 16) take 1, 4 and 6 rows in one step; every row of
+ * a session that asks for its rows has the logits of a plain session fed
+ * the same ids one by one, and a session with one row (or that does not
+ * ask) gets its last row's logits as with llm_batch_decode. Attention by
+ * chunk against the wrong positions or caches, or rows copied off by one,
+ * differ by far more. A step of more rows than the batch's total is
+ * refused. */
+static void multi_row_step_matches_single_sequences(void)
+{
+    ember_model *m = load(EMBER_TYPE_NONE);
+    REQUIRE(m);
+    const int32_t vocab = ember_model_vocab_size(m);
+    enum { N = 3 };
+    const int32_t held[N] = {5, 30, 12}, counts[N] = {1, 4, 6};
+    int32_t seq[N][64], step_ids[16];
+    unsigned state = 17;
+    ember_session *s[N], *twin[N];
+    float *rows[N] = {NULL, malloc(4 * (size_t)vocab * sizeof(float)), NULL};
+    float *const outs[N] = {NULL, rows[1], NULL}; /* session 2 leaves its rows: its last row only */
+    int n_ids = 0;
+    for (int i = 0; i < N; i++) {
+        for (int t = 0; t < held[i] + counts[i]; t++) seq[i][t] = token(&state, vocab);
+        s[i] = new_session(m, 1);
+        twin[i] = new_session(m, 1);
+        REQUIRE(s[i] && twin[i] && ember_session_prefill(s[i], seq[i], (size_t)held[i]) == EMBER_OK);
+        memcpy(step_ids + n_ids, seq[i] + held[i], (size_t)counts[i] * sizeof *step_ids);
+        n_ids += counts[i];
+    }
+    REQUIRE(rows[1]);
+    llm_batch *b = NULL;
+    REQUIRE(llm_batch_create(m, N, 2, &b) == EMBER_OK);
+    CHECK(llm_batch_run(b, s, step_ids, counts, N, outs) == EMBER_OK);
+    for (int i = 0; i < N; i++) {
+        CHECK(ember_session_position(s[i]) == held[i] + counts[i]);
+        for (int t = 0; t < held[i] + counts[i]; t++) {
+            REQUIRE(ember_session_decode(twin[i], seq[i][t]) == EMBER_OK);
+            if (t < held[i]) continue;
+            const float *got = outs[i] ? outs[i] + (size_t)(t - held[i]) * (size_t)vocab
+                             : t == held[i] + counts[i] - 1 ? ember_session_logits(s[i]) : NULL;
+            if (!got) continue;
+            double d = rel_diff(got, ember_session_logits(twin[i]), vocab);
+            CHECK_MSG(d < TOLERANCE, "session %d row %d: relative difference %.3g", i, t - held[i], d);
+        }
+    }
+    const int32_t too_many[N] = {1, 4, llm_batch_max_total_rows(b)};
+    CHECK(llm_batch_run(b, s, step_ids, too_many, N, NULL) == EMBER_ERR_INVALID_ARG);
+    for (int i = 0; i < N; i++) {
+        ember_session_free(s[i]);
+        ember_session_free(twin[i]);
+    }
+    free(rows[1]);
+    llm_batch_free(b);
+    ember_model_free(m);
+}
+
 int main(void)
 {
+    RUN(multi_row_step_matches_single_sequences);
     RUN(batch_decode_matches_single_sequence_f32);
     RUN(batch_decode_matches_single_sequence_q8_0);
     RUN(batch_prefill_matches_session_prefill);
