@@ -55,19 +55,30 @@ static int export_tts(const char *model_dir, const char *out, const ember_export
                       ember_type weight_type)
 {
     ember_tts_params tp = ember_tts_default_params();
-    tp.codes_only = 1;
     tp.weight_type = weight_type;
+    tp.decoder_type = EMBER_TYPE_F32; /* the decoder graphs take the stored weights as f32 */
+    tp.warm_up = 0;
+    tp.decoder_threads = 1;
     ember_tts *tts;
-    if (ember_tts_load(model_dir, &tp, &tts) != EMBER_OK) {
+    /* with the speech decoder when the checkpoint has one (its graphs too),
+     * else the talker and predictor alone */
+    ember_status lst = ember_tts_load(model_dir, &tp, &tts);
+    if (lst != EMBER_OK) {
+        tp.codes_only = 1;
+        lst = ember_tts_load(model_dir, &tp, &tts);
+    }
+    if (lst != EMBER_OK) {
         fprintf(stderr, "ember export: %s\n", ember_last_error());
         return 1;
     }
     ember_status st = ember_export_onnx_tts(tts, out, ep);
+    const int with_decoder = ember_tts_sample_rate(tts) > 0;
     ember_tts_free(tts);
     if (st != EMBER_OK) {
         fprintf(stderr, "ember export: %s\n", ember_last_error());
         return 1;
     }
+    if (with_decoder) printf("exported the speech decoder's streaming graphs (code2wav_N.onnx)\n");
     if (ep->prefill_chunk)
         printf("exported the talker step, a %d-row talker prefill chunk and the code-predictor step "
                "(context %d) to %s\n", ep->prefill_chunk, ep->context, out);

@@ -1,0 +1,96 @@
+#include "onnx/c2w_export.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/status.h"
+#include "onnx/export_files.h"
+#include "onnx/manifest_io.h"
+
+void c2w_manifest_add(cJSON *graphs, const c2w_config *c, int32_t frames, spark_onnx_form form)
+{
+    const char *ft = form == SPARK_ONNX_F16 ? "float16" : "float32";
+    const tts_stack_config *t = &c->transformer;
+    const int64_t N = frames, W = c->sliding_window, cols = c2w_graph_mask_cols(c, N);
+    char file[64], meaning[600], next[64];
+    c2w_graph_file(frames, file, sizeof file);
+    cJSON *g = cJSON_CreateObject(), *in = cJSON_CreateArray(), *out = cJSON_CreateArray(),
+          *state = cJSON_CreateArray();
+    cJSON_AddItemToArray(graphs, g);
+    cJSON_AddStringToObject(g, "kind", C2W_GRAPH_KIND);
+    cJSON_AddStringToObject(g, "form", spark_onnx_form_name(form));
+    cJSON_AddStringToObject(g, "file", file);
+    cJSON_AddStringToObject(g, "data_file", EXPORT_DATA);
+    cJSON_AddNumberToObject(g, "opset", spark_onnx_opset(form));
+    cJSON_AddNumberToObject(g, "ir_version", spark_onnx_ir_version(form));
+    cJSON_AddNumberToObject(g, "frames", frames);
+    cJSON_AddNumberToObject(g, "n_quantizers", c->n_quantizers);
+    cJSON_AddNumberToObject(g, "samples_per_frame", c->samples_per_frame);
+    cJSON_AddNumberToObject(g, "sample_rate", c->sample_rate);
+    cJSON_AddNumberToObject(g, "sliding_window", W);
+    cJSON_AddNumberToObject(g, "layers", t->n_layers);
+    cJSON_AddNumberToObject(g, "rope_theta", t->rope_theta);
+    cJSON_AddNumberToObject(g, "mask_off", SPARK_ONNX_MASK_OFF);
+    cJSON_AddStringToObject(g, "carry", "after each run feed every output next_X back as input X "
+                            "(same shape); at the start of an utterance every X is zeros; the state's "
+                            "shapes do not depend on the chunk size, so graphs of different sizes "
+                            "continue one stream");
+    const int64_t cd[2] = {N, c->n_quantizers}, rd[3] = {N, 1, t->head_dim / 2}, md[3] = {N, 1, cols},
+                  pd = N * c->samples_per_frame;
+    manifest_io(in, "codes", "int32", 2, cd, "the chunk's frames, frame-major, n_quantizers codes each, "
+                "every code in [0, codebook_size)");
+    snprintf(meaning, sizeof meaning, "cos of position * inv_freq[j], inv_freq[j] = %g^(-2j/%d) as an "
+             "fp32 product, one row per frame of the chunk; position = frames decoded before it in the "
+             "utterance + the row", (double)t->rope_theta, t->head_dim);
+    manifest_io(in, "cos", ft, 3, rd, meaning);
+    meaning[0] = 's', meaning[1] = 'i', meaning[2] = 'n';
+    manifest_io(in, "sin", ft, 3, rd, meaning);
+    snprintf(meaning, sizeof meaning, "additive mask, row i (position p + i, p = the chunk's first) over "
+             "columns j < %lld (ring slot j: position p - %lld + j) then the chunk's frames (column %lld "
+             "+ k: position p + k): 0 where the column's position q satisfies 0 <= q <= p + i and "
+             "p + i - q < %lld, %g elsewhere", (long long)(W - 1), (long long)(W - 1), (long long)(W - 1),
+             (long long)W, (double)SPARK_ONNX_MASK_OFF);
+    manifest_io(in, "mask", ft, 3, md, meaning);
+    manifest_io(out, "pcm", ft, 1, &pd, "the chunk's samples at sample_rate, clamped to [-1, 1]");
+    c2w_state_info *s = calloc(C2W_MAX_STATES, sizeof *s);
+    const int n = s ? c2w_graph_states(c, s) : 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(next, sizeof next, "next_%s", s[i].name);
+        manifest_io(in, s[i].name, ft, s[i].rank, s[i].dims, s[i].meaning);
+        snprintf(meaning, sizeof meaning, "%s after this chunk: feed back as %s", s[i].name, s[i].name);
+        manifest_io(out, next, ft, s[i].rank, s[i].dims, meaning);
+        cJSON *e = manifest_io(state, s[i].name, ft, s[i].rank, s[i].dims, s[i].meaning);
+        cJSON_AddStringToObject(e, "output", next);
+        cJSON_AddStringToObject(e, "initial", "zeros");
+    }
+    free(s);
+    cJSON_AddItemToObject(g, "inputs", in);
+    cJSON_AddItemToObject(g, "outputs", out);
+    cJSON_AddItemToObject(g, "state", state);
+}
+
+static int path_of(const char *dir, int32_t frames, char *path, size_t size)
+{
+    char file[64];
+    c2w_graph_file(frames, file, sizeof file);
+    return (size_t)snprintf(path, size, "%s/%s", dir, file) >= size;
+}
+
+ember_status c2w_export_graphs(const c2w_model *m, const char *dir, const int32_t *sizes, int n,
+                               spark_onnx_form form, og_data *data)
+{
+    char path[4096];
+    ember_status st = EMBER_OK;
+    for (int i = 0; i < n && !st; i++) {
+        if (path_of(dir, sizes[i], path, sizeof path)) return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
+        st = c2w_graph_write(m, sizes[i], form, path, data);
+    }
+    return st;
+}
+
+void c2w_export_remove(const char *dir, const int32_t *sizes, int n)
+{
+    char path[4096];
+    for (int i = 0; i < n; i++)
+        if (!path_of(dir, sizes[i], path, sizeof path)) remove(path);
+}

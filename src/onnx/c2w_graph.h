@@ -1,0 +1,65 @@
+/* The Qwen3-TTS speech decoder (Code2Wav, tts/code2wav.h) as stateful
+ * streaming ONNX step graphs: one graph per chunk size of N frames takes the
+ * chunk's codes and the stream's state and returns the chunk's samples and
+ * the next state. It is ember's streaming decoder, not a window: every
+ * piece of state c2w_stream keeps is an explicit input `X` with an output
+ * `next_X` of the same shape, which the host feeds back as `X` for the next
+ * chunk (of any size: the state's shapes do not depend on N):
+ *  - conv histories: the last (k-1)*dilation input rows of each causal conv
+ *    with more than one tap, [1, channels, rows] (channels-first: the graph
+ *    runs Conv / ConvTranspose on [1, C, T]);
+ *  - transposed-conv carries: each decoder block's last (Snake'd) input row,
+ *    [1, channels, 1], the overlap of its k = 2 * stride transposed conv;
+ *  - attention rings: per transformer layer the previous sliding_window - 1
+ *    frames' rotated keys [kv_heads, head_dim, W-1] and values
+ *    [kv_heads, W-1, head_dim], oldest first (the graph concatenates the
+ *    chunk's and keeps the last W-1: no modular slot arithmetic).
+ * The host also feeds the chunk's rotary tables and its additive mask over
+ * ring + chunk columns (they depend on the stream position). Everything is
+ * static: shapes, Slice bounds, int32 codes; ops from the QNN HTP list. */
+#ifndef EMBER_ONNX_C2W_GRAPH_H
+#define EMBER_ONNX_C2W_GRAPH_H
+
+#include <stdint.h>
+
+#include "ember.h"
+#include "onnx/onnx_data.h"
+#include "onnx/spark_decode_layout.h"
+#include "tts/code2wav.h"
+
+#define C2W_MAX_STATES (2 * TTS_MAX_LAYERS + 2 + C2W_MAX_UPSAMPLE + 4 * C2W_MAX_BLOCKS)
+#define C2W_GRAPH_KIND "code2wav"
+
+/* One state tensor: graph input `name`, output "next_<name>". */
+typedef struct c2w_state_info {
+    char name[40];
+    int rank;
+    int64_t dims[3];
+    char meaning[240];
+} c2w_state_info;
+
+/* The decoder's state tensors in graph-input order; returns their count. */
+int c2w_graph_states(const c2w_config *c, c2w_state_info *out);
+
+/* Columns of the attention mask: ring slots then the chunk's frames. */
+static inline int64_t c2w_graph_mask_cols(const c2w_config *c, int64_t frames)
+{
+    return c->sliding_window - 1 + frames;
+}
+
+/* The chunk sizes exported by default: 1 (so any count of frames decomposes
+ * into graphs) and the default chunk schedule's sizes (tts_pipeline.h). */
+int c2w_graph_default_sizes(int32_t *sizes, int max);
+
+/* The file of the N-frame graph ("code2wav_N.onnx"). */
+void c2w_graph_file(int32_t frames, char *out, size_t size);
+
+/* Fails (UNSUPPORTED) on a decoder the graphs do not express (a GQA whose
+ * heads do not divide, an int4 form whose widths are not multiples of 64). */
+ember_status c2w_graph_check(const c2w_model *m, spark_onnx_form form);
+
+/* Builds the N-frame graph and writes it to path, its weights into data. */
+ember_status c2w_graph_write(const c2w_model *m, int32_t frames, spark_onnx_form form,
+                             const char *path, og_data *data);
+
+#endif
