@@ -31,7 +31,9 @@ static void usage(FILE *f)
                "  A Qwen3-TTS directory (config.json with a talker_config) gives\n"
                "  DIR/talker.onnx and DIR/predictor.onnx (one step each; --context is the\n"
                "  talker's bucket, prompt plus frames) and DIR/talker_prefill.onnx (a chunk\n"
-               "  of prompt rows, --prefill-chunk, default 32 there) instead\n"
+               "  of prompt rows, --prefill-chunk, default 32 there) instead, and with its\n"
+               "  speech decoder DIR/code2wav_N.onnx: the streaming decoder for chunks of\n"
+               "  N = 1, 2, 4, 8, 16, 25 frames, its state as explicit inputs/outputs\n"
                "  --check: list each graph's ops, opset and I/O shapes and fail on anything\n"
                "           outside the QNN HTP allow-list, dynamic dims, int64 indices,\n"
                "           IsNaN/Where guards, Reshape allowzero=1, rank-0 axes\n");

@@ -157,8 +157,10 @@ ember_status tts_onnx_export(const tts_model *m, const c2w_model *dec, const cha
 
     og_data *data = NULL;
     st = og_data_open(data_path, EXPORT_DATA, &data);
-    /* a folder exported before with a chunk must not keep it */
+    /* a folder exported before with a chunk or decoder graphs must not keep them */
     remove(paths[TTS_GRAPH_TALKER_CHUNK]);
+    int32_t all_sizes[8];
+    c2w_export_remove(dir, all_sizes, c2w_graph_default_sizes(all_sizes, 8));
     for (int k = 0; k < n && !st; k++) st = tts_step_graph_write(m, &lay[k], paths[k], data);
     if (!st && dec) st = c2w_export_graphs(dec, dir, dec_sizes, n_dec, form, data);
     if (!st) {

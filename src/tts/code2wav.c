@@ -523,6 +523,11 @@ int64_t c2w_stream_frames(const c2w_stream *s) { return s->frames; }
 
 int c2w_stream_on_onnx(const c2w_stream *s) { return s->ort != NULL; }
 
+int c2w_stream_onnx_sizes(const c2w_stream *s, int32_t *sizes, int max)
+{
+    return s->ort ? c2w_ort_sizes(s->ort, sizes, max) : 0;
+}
+
 const c2w_model *c2w_stream_model(const c2w_stream *s) { return s->m; }
 
 int32_t c2w_stream_threads(const c2w_stream *s) { return pool_size(s->exec.pool); }

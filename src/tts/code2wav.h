@@ -155,7 +155,9 @@ ember_status c2w_stream_push_windowed(c2w_stream *s, const int32_t *codes, int32
                                       int32_t n_new, float *pcm);
 /* Frames pushed since the start of the utterance. */
 int64_t c2w_stream_frames(const c2w_stream *s);
-/* 1 when the stream runs the onnx folder's decoder graphs. */
+/* 1 when the stream runs the onnx folder's decoder graphs; their chunk
+ * sizes, largest first (returns the count, 0 when native). */
 int c2w_stream_on_onnx(const c2w_stream *s);
+int c2w_stream_onnx_sizes(const c2w_stream *s, int32_t *sizes, int max);
 
 #endif

@@ -132,7 +132,7 @@ tts_checks() {
     out=$("$C2W_PARITY" "$@" 2>&1)
     if [ $? -eq 0 ]; then pass "$name"; sed "s/^/     /" <<<"$out"; else fail "$name" "$out"; fi
   }
-  name=c2w_onnx_parity_tiny_3_schedules c2w_parity models/tts-tiny "$tmp/tts" "$lib" 80 90 2 2,4,8,16,25 80
+  name=c2w_onnx_parity_tiny_3_schedules C2W_PARITY_TIMING=1 c2w_parity models/tts-tiny "$tmp/tts" "$lib" 80 90 2 2,4,8,16,25 80
   if have_torch; then
     for v in 0.6b-base:0 1.7b-customvoice:26; do
       chunk=${v#*:} v=${v%:*}
