@@ -37,6 +37,10 @@ typedef struct ember_export_params {
                               [2, context]; 0 writes no prefill graph.
                               default 128 */
     ember_export_form form; /* default EMBER_EXPORT_F32 */
+    int32_t per_layer; /* 1: a Qwen3-TTS export also writes one graph per
+                          speech-decoder stage (code2wav_25_<stage>.onnx,
+                          its state as the whole graph's), for profiling.
+                          default 0 */
 } ember_export_params;
 
 ember_export_params ember_export_default_params(void);

@@ -34,6 +34,8 @@ static void usage(FILE *f)
                "  of prompt rows, --prefill-chunk, default 32 there) instead, and with its\n"
                "  speech decoder DIR/code2wav_N.onnx: the streaming decoder for chunks of\n"
                "  N = 1, 2, 4, 8, 16, 25 frames, its state as explicit inputs/outputs\n"
+               "  --per-layer: also one graph per speech-decoder stage (25 frames;\n"
+               "           DIR/code2wav_25_<stage>.onnx), for profiling\n"
                "  --check: list each graph's ops, opset and I/O shapes and fail on anything\n"
                "           outside the QNN HTP allow-list, dynamic dims, int64 indices,\n"
                "           IsNaN/Where guards, Reshape allowzero=1, rank-0 axes\n");
@@ -102,6 +104,7 @@ int cmd_export(int argc, char **argv)
                                          {"dtype", required_argument, 0, 'd'},
                                          {"prefill-chunk", required_argument, 0, 'p'},
                                          {"check", required_argument, 0, 'k'},
+                                         {"per-layer", no_argument, 0, 'L'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model_dir = NULL, *out = NULL, *check = NULL;
@@ -125,6 +128,7 @@ int cmd_export(int argc, char **argv)
         case 'm': model_dir = optarg; break;
         case 'o': out = optarg; break;
         case 'k': check = optarg; break;
+        case 'L': ep.per_layer = 1; break;
         case 'c':
             if (cli_parse_int(optarg, 2, 1 << 20, &ep.context)) {
                 fprintf(stderr, "ember export: --context must be an integer >= 2\n");

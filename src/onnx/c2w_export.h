@@ -10,13 +10,18 @@
 #include "ember.h"
 #include "onnx/c2w_graph.h"
 
-/* Appends the N-frame graph's manifest entry to graphs. */
-void c2w_manifest_add(cJSON *graphs, const c2w_config *c, int32_t frames, spark_onnx_form form);
+/* Appends the manifest entry of the N-frame graph (stage -1) or of one
+ * stage's N-frame graph (kind "code2wav_stage", for profiling). */
+void c2w_manifest_add(cJSON *graphs, const c2w_config *c, int32_t frames, int stage, spark_onnx_form form);
 
-/* Writes dir/code2wav_N.onnx for each of sizes[0..n), weights into data. */
+/* Writes dir/code2wav_N.onnx for each of sizes[0..n) and, when
+ * stage_frames is not 0, dir/code2wav_<stage_frames>_<stage>.onnx for every
+ * stage; weights into data. */
 ember_status c2w_export_graphs(const c2w_model *m, const char *dir, const int32_t *sizes, int n,
-                               spark_onnx_form form, og_data *data);
-/* Removes those files (a failed export leaves nothing). */
-void c2w_export_remove(const char *dir, const int32_t *sizes, int n);
+                               int32_t stage_frames, spark_onnx_form form, og_data *data);
+/* Removes the whole and the stage graphs of those sizes (a failed export
+ * leaves nothing, a re-export nothing stale); c NULL: every stage name a
+ * decoder may have. */
+void c2w_export_remove(const char *dir, const c2w_config *c, const int32_t *sizes, int n);
 
 #endif

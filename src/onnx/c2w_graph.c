@@ -536,36 +536,10 @@ static const char *clamp_to(dec_ctx *d, const char *x, int64_t n, const char *ou
     return og_node_named(d->o.g, "ReduceMin", out, axes_input ? 2 : 1, in2, axes_input ? 1 : 2, at);
 }
 
-static void build(dec_ctx *d)
+static const char *final_stage(dec_ctx *d, const char *x, int64_t T)
 {
     const c2w_model *m = d->m;
     const c2w_config *c = &m->cfg;
-    go_ctx *o = &d->o;
-    const tts_stack_config *t = &c->transformer;
-    const int64_t N = d->N, half = t->head_dim / 2, S = c->sliding_window - 1;
-    const int64_t rd[3] = {N, 1, half}, md[3] = {N, 1, S + N}, pd = N * c->samples_per_frame;
-    d->cos = og_input(o->g, "cos", o->et, 3, rd);
-    d->sin = og_input(o->g, "sin", o->et, 3, rd);
-    d->mask = og_input(o->g, "mask", o->et, 3, md);
-    o->eps = og_const_float(o->g, "rms_eps", o->et, t->rms_eps);
-    d->scale = og_const_float(o->g, "attn_scale", o->et, 1.0f / sqrtf((float)t->head_dim));
-    d->sqrt2 = og_const_float(o->g, "sqrt2", o->et, sqrtf(2.0f));
-    d->one = og_const_float(o->g, "one", o->et, 1.0f);
-    d->half_c = og_const_float(o->g, "half", o->et, 0.5f);
-    og_output(o->g, "pcm", o->et, 1, &pd);
-
-    const char *x = front(d);
-    int64_t T = N;
-    for (int32_t u = 0; u < c->n_upsample && !d->failed; u++) {
-        x = upsample(d, u, x, T);
-        T *= c->upsampling_ratios[u];
-    }
-    x = conv_hist(d, x, T, "decoder.decoder.0.conv.weight", c->decoder_dim, c->latent, 7, 1, 1,
-                  vec(d, "decoder.decoder.0.conv.bias", m->dec0.bias, c->decoder_dim));
-    for (int32_t b = 0; b < c->n_blocks && !d->failed; b++) {
-        x = block(d, b, x, T);
-        T *= c->upsample_rates[b];
-    }
     char nm[80], bn[80];
     snprintf(nm, sizeof nm, "decoder.decoder.%d", c->n_blocks + 1);
     const int64_t last = c2w_block_channels(c, c->n_blocks);
@@ -573,10 +547,102 @@ static void build(dec_ctx *d)
     snprintf(nm, sizeof nm, "decoder.decoder.%d.conv.weight", c->n_blocks + 2);
     snprintf(bn, sizeof bn, "decoder.decoder.%d.conv.bias", c->n_blocks + 2);
     x = conv_hist(d, x, T, nm, 1, last, 7, 1, 1, vec(d, bn, m->final_conv.bias, 1));
-    clamp_to(d, x, pd, "pcm");
+    return clamp_to(d, x, T, "pcm");
 }
 
-ember_status c2w_graph_write(const c2w_model *m, int32_t frames, spark_onnx_form form,
+/* Stage k of c2w_graph_stages on x ([1, cin, T]; the front reads the
+ * codes), its state from d->states[first state of k]. */
+static const char *run_stage(dec_ctx *d, const c2w_stage_info *st, int k, const char *x, int64_t T)
+{
+    const c2w_model *m = d->m;
+    const c2w_config *c = &m->cfg;
+    d->next_state = st->first_state;
+    if (k == 0) return front(d);
+    if (k <= c->n_upsample) return upsample(d, k - 1, x, T);
+    if (k == c->n_upsample + 1)
+        return conv_hist(d, x, T, "decoder.decoder.0.conv.weight", c->decoder_dim, c->latent, 7, 1, 1,
+                         vec(d, "decoder.decoder.0.conv.bias", m->dec0.bias, c->decoder_dim));
+    if (k <= c->n_upsample + 1 + c->n_blocks) return block(d, k - c->n_upsample - 2, x, T);
+    return final_stage(d, x, T);
+}
+
+/* The whole decoder (stage < 0) or one stage: its input `x` [1, cin,
+ * N * in_rows] and output `y` (the front reads the codes, the final stage
+ * writes pcm). */
+static void build(dec_ctx *d, int stage)
+{
+    const c2w_model *m = d->m;
+    const c2w_config *c = &m->cfg;
+    go_ctx *o = &d->o;
+    const tts_stack_config *t = &c->transformer;
+    const int64_t N = d->N, half = t->head_dim / 2, S = c->sliding_window - 1;
+    const int64_t rd[3] = {N, 1, half}, md[3] = {N, 1, S + N};
+    c2w_stage_info stages[C2W_MAX_STAGES];
+    const int n = c2w_graph_stages(c, stages);
+    if (stage <= 0) {
+        d->cos = og_input(o->g, "cos", o->et, 3, rd);
+        d->sin = og_input(o->g, "sin", o->et, 3, rd);
+        d->mask = og_input(o->g, "mask", o->et, 3, md);
+    }
+    /* constants only where a stage uses them (ORT warns of unused ones) */
+    if (stage <= 0) {
+        o->eps = og_const_float(o->g, "rms_eps", o->et, t->rms_eps);
+        d->scale = og_const_float(o->g, "attn_scale", o->et, 1.0f / sqrtf((float)t->head_dim));
+    }
+    if (stage < 0 || (stage >= 1 && stage <= c->n_upsample)) {
+        d->sqrt2 = og_const_float(o->g, "sqrt2", o->et, sqrtf(2.0f));
+        d->one = og_const_float(o->g, "one", o->et, 1.0f);
+        d->half_c = og_const_float(o->g, "half", o->et, 0.5f);
+    }
+    const char *x = NULL;
+    for (int k = stage < 0 ? 0 : stage; k < (stage < 0 ? n : stage + 1) && !d->failed; k++) {
+        const c2w_stage_info *st = &stages[k];
+        const int64_t in_dims[3] = {1, st->cin, N * st->in_rows}, out_dims[3] = {1, st->cout, N * st->out_rows};
+        if (k == stage && k > 0) x = og_input(o->g, "x", o->et, 3, in_dims);
+        x = run_stage(d, st, k, x, N * st->in_rows);
+        if (k == n - 1) {
+            og_output(o->g, "pcm", o->et, 1, &out_dims[2]);
+        } else if (k == stage) {
+            const char *in[2] = {x, og_init_i64(o->g, "shape_y", 3, out_dims)};
+            og_node_named(o->g, "Reshape", "y", 2, in, 0, NULL);
+            og_output(o->g, "y", o->et, 3, out_dims);
+        }
+    }
+}
+
+int c2w_graph_stages(const c2w_config *c, c2w_stage_info *out)
+{
+    int n = 0, state = 0;
+    int64_t rows = 1; /* rows per frame entering the stage */
+#define STAGE(states, ci, co, up, ...)                                  \
+    do {                                                                \
+        c2w_stage_info *s = &out[n++];                                  \
+        snprintf(s->name, sizeof s->name, __VA_ARGS__);                 \
+        s->first_state = state;                                         \
+        s->n_states = states;                                           \
+        s->cin = ci;                                                    \
+        s->cout = co;                                                   \
+        s->in_rows = rows;                                              \
+        rows *= up;                                                     \
+        s->out_rows = rows;                                             \
+        state += states;                                                \
+    } while (0)
+    STAGE(1 + 2 * c->transformer.n_layers, 0, c->latent, 1, "front");
+    for (int32_t u = 0; u < c->n_upsample; u++) STAGE(1, c->latent, c->latent, c->upsampling_ratios[u], "upsample_%d", u);
+    STAGE(1, c->latent, c->decoder_dim, 1, "decoder_0");
+    for (int32_t b = 0; b < c->n_blocks; b++)
+        STAGE(4, c2w_block_channels(c, b), c2w_block_channels(c, b + 1), c->upsample_rates[b], "block_%d", b);
+    STAGE(1, c2w_block_channels(c, c->n_blocks), 1, 1, "final");
+#undef STAGE
+    return n;
+}
+
+void c2w_graph_stage_file(int32_t frames, const char *stage, char *out, size_t size)
+{
+    snprintf(out, size, "code2wav_%d_%s.onnx", (int)frames, stage);
+}
+
+ember_status c2w_graph_write(const c2w_model *m, int32_t frames, int stage, spark_onnx_form form,
                              const char *path, og_data *data)
 {
     ember_status st = c2w_graph_check(m, form);
@@ -612,15 +678,25 @@ ember_status c2w_graph_write(const c2w_model *m, int32_t frames, spark_onnx_form
         free(d.states);
         return st;
     }
-    char name[64];
-    snprintf(name, sizeof name, "qwen3_tts_code2wav_%d_frames", frames);
+    c2w_stage_info stages[C2W_MAX_STAGES];
+    const int n_stages = c2w_graph_stages(c, stages);
+    if (stage >= n_stages) {
+        go_free(&d.o);
+        free(d.states);
+        return ember_fail(EMBER_ERR_INVALID_ARG, "export: speech decoder stage %d of %d", stage, n_stages);
+    }
+    char name[96];
+    snprintf(name, sizeof name, "qwen3_tts_code2wav_%d_frames%s%s", frames, stage < 0 ? "" : "_",
+             stage < 0 ? "" : stages[stage].name);
     st = og_create_shared(name, data, &d.o.g);
     if (!st) {
-        build(&d);
+        build(&d, stage);
         st = d.failed;
-        if (!st && d.next_state != d.n_states)
-            st = ember_fail(EMBER_ERR_INVALID_ARG, "export: the decoder graph used %d of %d states",
-                            d.next_state, d.n_states);
+        /* the states the graph declared are exactly its stage's */
+        const int want = stage < 0 ? d.n_states : stages[stage].first_state + stages[stage].n_states;
+        if (!st && d.next_state != want)
+            st = ember_fail(EMBER_ERR_INVALID_ARG, "export: the decoder graph used states up to %d, not %d",
+                            d.next_state, want);
         if (!st)
             st = og_write(d.o.g, path, spark_onnx_ir_version(form), spark_onnx_opset(form),
                           ember_version_string());

@@ -29,6 +29,7 @@
 
 #define C2W_MAX_STATES (2 * TTS_MAX_LAYERS + 2 + C2W_MAX_UPSAMPLE + 4 * C2W_MAX_BLOCKS)
 #define C2W_GRAPH_KIND "code2wav"
+#define C2W_STAGE_KIND "code2wav_stage"
 
 /* One state tensor: graph input `name`, output "next_<name>". */
 typedef struct c2w_state_info {
@@ -58,8 +59,25 @@ void c2w_graph_file(int32_t frames, char *out, size_t size);
  * heads do not divide, an int4 form whose widths are not multiples of 64). */
 ember_status c2w_graph_check(const c2w_model *m, spark_onnx_form form);
 
-/* Builds the N-frame graph and writes it to path, its weights into data. */
-ember_status c2w_graph_write(const c2w_model *m, int32_t frames, spark_onnx_form form,
+/* The decoder's stages in order (front: codes to latent frames; each
+ * upsample stage; decoder.0; each decoder block; final Snake + conv +
+ * clamp), each with its states (a contiguous range of c2w_graph_states)
+ * and its input and output [1, channels, rows per frame x N]. */
+#define C2W_MAX_STAGES (3 + C2W_MAX_UPSAMPLE + C2W_MAX_BLOCKS)
+typedef struct c2w_stage_info {
+    char name[32];
+    int first_state, n_states;
+    int64_t cin, in_rows, cout, out_rows; /* cin 0: the front reads codes */
+} c2w_stage_info;
+int c2w_graph_stages(const c2w_config *c, c2w_stage_info *out);
+/* The file of stage `stage`'s N-frame graph ("code2wav_N_<stage>.onnx"). */
+void c2w_graph_stage_file(int32_t frames, const char *stage, char *out, size_t size);
+
+/* Builds the N-frame graph of the whole decoder (stage -1) or of one stage
+ * (for profiling: input `x`, output `y`, or the front's codes, tables and
+ * mask, the final stage's pcm; its own states) and writes it to path, its
+ * weights into data. */
+ember_status c2w_graph_write(const c2w_model *m, int32_t frames, int stage, spark_onnx_form form,
                              const char *path, og_data *data);
 
 #endif

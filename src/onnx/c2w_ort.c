@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/status.h"
 #include "io/read_file.h"
@@ -21,6 +22,7 @@
 /* One chunk size's graph, its tensors over the shared buffers. */
 typedef struct dec_run {
     int32_t frames;
+    int stage; /* -1: the whole decoder; else one stage of a chain */
     ort_graph *g;
     ort_tensor **in, **out;
     const char **in_names, **out_names;
@@ -31,8 +33,12 @@ struct c2w_ort {
     c2w_config cfg;
     ort_runtime *rt;
     size_t es; /* bytes per float element of the graphs' I/O: 4 or 2 */
-    dec_run runs[MAX_GRAPHS]; /* largest first */
+    dec_run runs[MAX_GRAPHS]; /* largest first, or the stages in order */
     int n_runs;
+    int staged; /* the runs are the per-stage graphs of one chunk size, chained */
+    c2w_stage_info stages[C2W_MAX_STAGES];
+    void *act[C2W_MAX_STAGES]; /* stage k's output, stage k+1's input */
+    double stage_ms[C2W_MAX_STAGES]; /* CPU time per stage so far */
     c2w_state_info *states;
     int n_states;
     char (*next_names)[48];
@@ -59,8 +65,8 @@ static float get(const c2w_ort *o, const void *buf, size_t i)
 
 /* The manifest's decoder graphs: their chunk sizes (*n 0: none) and form,
  * checked against the decoder's config. */
-static ember_status read_manifest(const c2w_config *c, const char *dir, int32_t *sizes, int *n,
-                                  spark_onnx_form *form)
+static ember_status read_manifest(const c2w_config *c, const char *dir, const char *want_kind, int32_t *sizes,
+                                  int *n, spark_onnx_form *form)
 {
     char path[4096];
     *n = 0;
@@ -78,7 +84,7 @@ static ember_status read_manifest(const c2w_config *c, const char *dir, int32_t 
         st = ember_fail(EMBER_ERR_FORMAT, "%s: not a %s export", path, TTS_EXPORT_ARCHITECTURE);
     cJSON_ArrayForEach(g, graphs) {
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(g, "kind");
-        if (st || !cJSON_IsString(kind) || strcmp(kind->valuestring, C2W_GRAPH_KIND)) continue;
+        if (st || !cJSON_IsString(kind) || strcmp(kind->valuestring, want_kind)) continue;
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(g, "form");
         const cJSON *state = cJSON_GetObjectItemCaseSensitive(g, "state");
         int32_t frames = 0, q = 0, spf = 0, window = 0, layers = 0;
@@ -138,20 +144,36 @@ static ember_status run_open(c2w_ort *o, dec_run *r, const char *dir, int thread
     r->in_names = buffer(cap * sizeof *r->in_names, &failed);
     r->out_names = buffer(cap * sizeof *r->out_names, &failed);
     if (failed) return ember_fail(EMBER_ERR_NO_MEMORY, "onnx backend: out of memory");
-    char file[64], path[4096];
-    c2w_graph_file(r->frames, file, sizeof file);
+    char file[96], path[4096];
+    if (r->stage >= 0)
+        c2w_graph_stage_file(r->frames, o->stages[r->stage].name, file, sizeof file);
+    else
+        c2w_graph_file(r->frames, file, sizeof file);
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
         return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
     ember_status st = ort_graph_load(o->rt, path, threads, level, &r->g);
     const int ft = o->es == 2 ? ORT_FLOAT16 : ORT_FLOAT;
     const int64_t N = r->frames, cd[2] = {N, c->n_quantizers}, rd[3] = {N, 1, c->transformer.head_dim / 2},
                   md[3] = {N, 1, c2w_graph_mask_cols(c, N)}, pd = N * c->samples_per_frame;
-    if (!st) st = bind(o, r, 0, "codes", o->codes, 2, cd, ORT_INT32, 4);
-    if (!st) st = bind(o, r, 0, "cos", o->cos, 3, rd, ft, o->es);
-    if (!st) st = bind(o, r, 0, "sin", o->sin, 3, rd, ft, o->es);
-    if (!st) st = bind(o, r, 0, "mask", o->mask, 3, md, ft, o->es);
-    if (!st) st = bind(o, r, 1, "pcm", o->pcm, 1, &pd, ft, o->es);
-    for (int i = 0; !st && i < o->n_states; i++) {
+    const int k = r->stage, last = o->staged ? o->n_runs - 1 : 0;
+    const c2w_stage_info *sg = k >= 0 ? &o->stages[k] : NULL;
+    if (!st && k <= 0) {
+        st = bind(o, r, 0, "codes", o->codes, 2, cd, ORT_INT32, 4);
+        if (!st) st = bind(o, r, 0, "cos", o->cos, 3, rd, ft, o->es);
+        if (!st) st = bind(o, r, 0, "sin", o->sin, 3, rd, ft, o->es);
+        if (!st) st = bind(o, r, 0, "mask", o->mask, 3, md, ft, o->es);
+    }
+    if (!st && k > 0) {
+        const int64_t xd[3] = {1, sg->cin, N * sg->in_rows};
+        st = bind(o, r, 0, "x", o->act[k - 1], 3, xd, ft, o->es);
+    }
+    if (!st && (k < 0 || k == last)) st = bind(o, r, 1, "pcm", o->pcm, 1, &pd, ft, o->es);
+    if (!st && k >= 0 && k < last) {
+        const int64_t yd[3] = {1, sg->cout, N * sg->out_rows};
+        st = bind(o, r, 1, "y", o->act[k], 3, yd, ft, o->es);
+    }
+    const int first = sg ? sg->first_state : 0, end = sg ? sg->first_state + sg->n_states : o->n_states;
+    for (int i = first; !st && i < end; i++) {
         const c2w_state_info *s = &o->states[i];
         st = bind(o, r, 0, s->name, o->state[i], s->rank, s->dims, ft, o->es);
         if (!st) st = bind(o, r, 1, o->next_names[i], o->next[i], s->rank, s->dims, ft, o->es);
@@ -165,19 +187,26 @@ static int by_size_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-ember_status c2w_ort_open(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
-                          c2w_ort **out)
+static ember_status open_runs(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+                              int staged, c2w_ort **out)
 {
     *out = NULL;
     int32_t sizes[MAX_GRAPHS];
     int n = 0;
     spark_onnx_form form = SPARK_ONNX_F32;
-    ember_status st = read_manifest(c, dir, sizes, &n, &form);
+    ember_status st = read_manifest(c, dir, staged ? C2W_STAGE_KIND : C2W_GRAPH_KIND, sizes, &n, &form);
     if (st || !n) return st;
     qsort(sizes, (size_t)n, sizeof *sizes, by_size_desc);
     c2w_ort *o = calloc(1, sizeof *o);
     if (!o) return ember_fail(EMBER_ERR_NO_MEMORY, "onnx backend: out of memory");
     o->cfg = *c;
+    o->staged = staged;
+    const int n_stages = c2w_graph_stages(c, o->stages);
+    if (staged && (n != n_stages || sizes[0] != sizes[n - 1])) {
+        free(o);
+        return ember_fail(EMBER_ERR_FORMAT, "%s: expected %d stage graphs of one chunk size, found %d", dir,
+                          n_stages, n);
+    }
     o->es = spark_onnx_io_bytes(form);
     int failed = 0;
     o->states = buffer(C2W_MAX_STATES * sizeof *o->states, &failed);
@@ -202,6 +231,8 @@ ember_status c2w_ort_open(const c2w_config *c, const char *dir, const char *ort_
     o->inv_freq = buffer(half * sizeof(float), &failed);
     o->cos32 = buffer(half * sizeof(float), &failed);
     o->sin32 = buffer(half * sizeof(float), &failed);
+    for (int k = 0; staged && k < n_stages - 1; k++)
+        o->act[k] = buffer(N * (size_t)(o->stages[k].cout * o->stages[k].out_rows) * o->es, &failed);
     if (failed) st = ember_fail(EMBER_ERR_NO_MEMORY, "onnx backend: cannot allocate the decoder's state");
     if (!st) {
         ek_rope_inv_freq(o->inv_freq, c->transformer.head_dim, c->transformer.rope_theta);
@@ -209,17 +240,32 @@ ember_status c2w_ort_open(const c2w_config *c, const char *dir, const char *ort_
     }
     /* exact dequantize-then-MatMul for QDQ weights (see spark_ort.c) */
     const int level = form == SPARK_ONNX_QDQ8 || form == SPARK_ONNX_QDQ4 ? ORT_OPTIMIZE_BASIC : ORT_OPTIMIZE_ALL;
-    for (int i = 0; i < n && !st; i++) {
+    o->n_runs = n; /* the stages' bindings need the count */
+    for (int i = 0; i < n; i++) {
         o->runs[i].frames = sizes[i];
-        o->n_runs = i + 1;
-        st = run_open(o, &o->runs[i], dir, threads, level);
+        o->runs[i].stage = staged ? i : -1;
     }
+    for (int i = 0; i < n && !st; i++) st = run_open(o, &o->runs[i], dir, threads, level);
     if (st) {
         c2w_ort_free(o);
         return ember_fail_prefix(st, "speech decoder graphs in %s", dir);
     }
     *out = o;
     return EMBER_OK;
+}
+
+ember_status c2w_ort_open(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+                          c2w_ort **out)
+{
+    return open_runs(c, dir, ort_lib, threads, 0, out);
+}
+
+ember_status c2w_ort_open_stages(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+                                 c2w_ort **out)
+{
+    ember_status st = open_runs(c, dir, ort_lib, threads, 1, out);
+    if (!st && !*out) st = ember_fail(EMBER_ERR_FORMAT, "%s: no per-stage speech decoder graphs", dir);
+    return st;
 }
 
 void c2w_ort_free(c2w_ort *o)
@@ -236,6 +282,7 @@ void c2w_ort_free(c2w_ort *o)
         free(r->out_names);
     }
     ort_runtime_close(o->rt);
+    for (int k = 0; k < C2W_MAX_STAGES; k++) free(o->act[k]);
     for (int i = 0; i < o->n_states; i++) {
         if (o->state) free(o->state[i]);
         if (o->next) free(o->next[i]);
@@ -255,8 +302,25 @@ void c2w_ort_reset(c2w_ort *o)
 int c2w_ort_sizes(const c2w_ort *o, int32_t *sizes, int max)
 {
     int n = 0;
-    for (int i = 0; i < o->n_runs && n < max; i++) sizes[n++] = o->runs[i].frames;
+    for (int i = 0; i < (o->staged ? 1 : o->n_runs) && n < max; i++) sizes[n++] = o->runs[i].frames;
     return n;
+}
+
+int c2w_ort_stage_times(const c2w_ort *o, const char **names, double *ms, int max)
+{
+    int n = 0;
+    for (int k = 0; o->staged && k < o->n_runs && n < max; k++, n++) {
+        names[n] = o->stages[k].name;
+        ms[n] = o->stage_ms[k];
+    }
+    return n;
+}
+
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 /* One run of r on its N frames at the stream's position. */
@@ -279,7 +343,13 @@ static ember_status run_chunk(c2w_ort *o, const dec_run *r, const int32_t *codes
             put(o, o->mask, (size_t)(i * cols + j), open ? 0.0f : SPARK_ONNX_MASK_OFF);
         }
     }
-    ember_status st = ort_graph_run(r->g, r->in_names, r->in, r->n_in, r->out_names, r->out, r->n_out);
+    ember_status st = EMBER_OK;
+    for (int k = 0; k < (o->staged ? o->n_runs : 1) && !st; k++) {
+        const dec_run *g = o->staged ? &o->runs[k] : r;
+        const double t0 = o->staged ? cpu_ms() : 0;
+        st = ort_graph_run(g->g, g->in_names, g->in, g->n_in, g->out_names, g->out, g->n_out);
+        if (o->staged) o->stage_ms[k] += cpu_ms() - t0;
+    }
     if (st) return st;
     for (int i = 0; i < o->n_states; i++) memcpy(o->state[i], o->next[i], o->state_bytes[i]);
     for (int64_t i = 0; i < N * c->samples_per_frame; i++) pcm[i] = get(o, o->pcm, (size_t)i);
@@ -293,7 +363,7 @@ ember_status c2w_ort_push(c2w_ort *o, const int32_t *codes, int32_t n_frames, fl
     int32_t done = 0;
     while (done < n_frames) {
         const dec_run *r = NULL;
-        for (int i = 0; i < o->n_runs && !r; i++)
+        for (int i = 0; i < (o->staged ? 1 : o->n_runs) && !r; i++)
             if (o->runs[i].frames <= n_frames - done) r = &o->runs[i];
         if (!r)
             return ember_fail(EMBER_ERR_UNSUPPORTED, "speech decoder graphs: %d frames are left and the "

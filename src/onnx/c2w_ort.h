@@ -23,6 +23,12 @@ typedef struct c2w_ort c2w_ort;
  * keeps its native decoder. Fails when the graphs are for another decoder. */
 ember_status c2w_ort_open(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
                           c2w_ort **out);
+/* The same over the folder's per-stage graphs (`export --per-layer`),
+ * chained: every stage's graph runs in turn on each chunk of their one
+ * size, for profiling (pushes must be multiples of it); fails when the
+ * folder has none. */
+ember_status c2w_ort_open_stages(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+                                 c2w_ort **out);
 void c2w_ort_free(c2w_ort *o);
 
 /* Forgets the utterance: every state tensor zero, position 0. */
@@ -33,5 +39,8 @@ ember_status c2w_ort_push(c2w_ort *o, const int32_t *codes, int32_t n_frames, fl
 
 /* The chunk sizes the folder has graphs for, largest first; returns the count. */
 int c2w_ort_sizes(const c2w_ort *o, int32_t *sizes, int max);
+/* Chained stages: each stage's name and the thread CPU ms its graph took
+ * over every push so far; returns the count (0 for whole graphs). */
+int c2w_ort_stage_times(const c2w_ort *o, const char **names, double *ms, int max);
 
 #endif

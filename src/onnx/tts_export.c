@@ -122,10 +122,14 @@ static void add_graph(cJSON *graphs, const tts_step_layout *lay)
 }
 
 ember_status tts_onnx_export(const tts_model *m, const c2w_model *dec, const char *dir, int32_t context,
-                             int32_t chunk, spark_onnx_form form)
+                             int32_t chunk, int per_stage, spark_onnx_form form)
 {
     int32_t dec_sizes[8];
     const int n_dec = dec ? c2w_graph_default_sizes(dec_sizes, 8) : 0;
+    /* per-stage graphs at the largest chunk size */
+    const int32_t stage_frames = dec && per_stage ? dec_sizes[n_dec - 1] : 0;
+    c2w_stage_info stages[C2W_MAX_STAGES];
+    const int n_stages = stage_frames ? c2w_graph_stages(&dec->cfg, stages) : 0;
     tts_step_layout lay[3];
     const int n = chunk ? 3 : 2;
     ember_status st = EMBER_OK;
@@ -150,7 +154,8 @@ ember_status tts_onnx_export(const tts_model *m, const c2w_model *dec, const cha
     cJSON_AddItemToObject(root, "graphs", graphs);
     for (int k = 0; k < n; k++) add_graph(graphs, &lay[k]);
     if (dec) cJSON_AddNumberToObject(root, "sample_rate", dec->cfg.sample_rate);
-    for (int k = 0; k < n_dec; k++) c2w_manifest_add(graphs, &dec->cfg, dec_sizes[k], form);
+    for (int k = 0; k < n_dec; k++) c2w_manifest_add(graphs, &dec->cfg, dec_sizes[k], -1, form);
+    for (int k = 0; k < n_stages; k++) c2w_manifest_add(graphs, &dec->cfg, stage_frames, k, form);
     char *manifest = cJSON_Print(root);
     cJSON_Delete(root);
     if (!manifest) return ember_fail(EMBER_ERR_NO_MEMORY, "export: cannot build the manifest");
@@ -160,9 +165,9 @@ ember_status tts_onnx_export(const tts_model *m, const c2w_model *dec, const cha
     /* a folder exported before with a chunk or decoder graphs must not keep them */
     remove(paths[TTS_GRAPH_TALKER_CHUNK]);
     int32_t all_sizes[8];
-    c2w_export_remove(dir, all_sizes, c2w_graph_default_sizes(all_sizes, 8));
+    c2w_export_remove(dir, NULL, all_sizes, c2w_graph_default_sizes(all_sizes, 8));
     for (int k = 0; k < n && !st; k++) st = tts_step_graph_write(m, &lay[k], paths[k], data);
-    if (!st && dec) st = c2w_export_graphs(dec, dir, dec_sizes, n_dec, form, data);
+    if (!st && dec) st = c2w_export_graphs(dec, dir, dec_sizes, n_dec, stage_frames, form, data);
     if (!st) {
         st = og_data_close(data);
         data = NULL;
@@ -172,7 +177,7 @@ ember_status tts_onnx_export(const tts_model *m, const c2w_model *dec, const cha
     og_data_discard(data);
     if (st) {
         for (int k = 0; k < 3; k++) remove(paths[k]);
-        c2w_export_remove(dir, dec_sizes, n_dec);
+        c2w_export_remove(dir, NULL, dec_sizes, n_dec);
         remove(data_path);
     }
     return st;

@@ -12,13 +12,17 @@
  *
  * Prints one line per schedule and, with C2W_PARITY_TIMING=1 in the
  * environment, the time of one chunk of each graph size on each side (1 thread, warm, the median CPU time of 5 alternating runs;
- * reported, never asserted); exits 1 when a chunk falls below MIN_SNR_DB. */
+ * reported, never asserted); with C2W_PARITY_STAGES=1, the folder's
+ * per-stage graphs (`export --per-layer`) chained over the same frames
+ * (whole chunks of their size) against native too, with each stage's CPU
+ * time per chunk. Exits 1 when a chunk falls below MIN_SNR_DB. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ember.h"
+#include "onnx/c2w_ort.h"
 #include "tts/code2wav.h"
 #include "tts/tts_pipeline.h"
 #include "parity_math.h"
@@ -66,6 +70,36 @@ static int time_chunks(c2w_stream *nat, c2w_stream *ort, const int32_t *sizes, i
                t[1][REPS / 2]);
     }
     return 0;
+}
+
+/* The per-stage graphs chained, chunk by chunk: the worst chunk's SNR. */
+static int stages(const char *dir, const char *lib, const c2w_config *c, const int32_t *codes, int32_t frames,
+                  float *pcm, const float *ref, double *worst)
+{
+    c2w_ort *o;
+    if (c2w_ort_open_stages(c, dir, lib, 1, &o) != EMBER_OK) return 1;
+    int32_t N;
+    c2w_ort_sizes(o, &N, 1);
+    const int32_t q = c->n_quantizers, spf = c->samples_per_frame;
+    int32_t done = 0;
+    *worst = 300.0;
+    for (; done + N <= frames; done += N) {
+        if (c2w_ort_push(o, codes + (size_t)done * q, N, pcm) != EMBER_OK) {
+            c2w_ort_free(o);
+            return 1;
+        }
+        const double db = snr_db(ref + (size_t)done * spf, pcm, N * spf);
+        if (db < *worst) *worst = db;
+    }
+    const char *names[32];
+    double ms[32];
+    const int n = c2w_ort_stage_times(o, names, ms, 32);
+    printf("c2w_onnx_parity: %d per-stage graphs of %d frames chained over %d frames: worst chunk %.1f dB; "
+           "CPU ms per chunk:", n, N, done, *worst);
+    for (int k = 0; k < n && done; k++) printf(" %s %.2f", names[k], ms[k] / (done / N));
+    printf("\n");
+    c2w_ort_free(o);
+    return done ? 0 : 1;
 }
 
 /* Pushes every frame in the schedule's chunks; the worst chunk's SNR
@@ -151,6 +185,11 @@ int main(int argc, char **argv)
     }
     int32_t sizes[16];
     const int n_sizes = c2w_stream_onnx_sizes(ort, sizes, 16);
+    const char *staged = getenv("C2W_PARITY_STAGES");
+    if (!rc && staged && !strcmp(staged, "1")) {
+        rc = stages(argv[2], argv[3], &m->cfg, codes, frames, pcm, ref, &db);
+        if (!rc && db < overall_worst) overall_worst = db;
+    }
     const char *timing = getenv("C2W_PARITY_TIMING");
     if (!rc && timing && !strcmp(timing, "1") && n_sizes && sizes[0] <= frames) rc = time_chunks(nat, ort, sizes, n_sizes, codes, pcm);
     if (rc) fprintf(stderr, "c2w_onnx_parity: %s\n", ember_last_error());
