@@ -116,6 +116,12 @@ expect_error export_unknown_format "only format is 'onnx'" "$EMBER" export tflit
 # tts_checks LIB: the Qwen3-TTS step graphs through ONNX Runtime
 tts_checks() {
   local lib=$1 out v
+  # two WAVs: the same header and samples within one s16 step
+  same_wav() { $PY -c '
+import sys, numpy as np
+a, b = (open(p, "rb").read() for p in sys.argv[1:3])
+x, y = (np.frombuffer(v[44:], "<i2").astype(np.int32) for v in (a, b))
+sys.exit(0 if a[:44] == b[:44] and len(x) == len(y) > 0 and np.abs(x - y).max() <= 1 else 1)' "$@"; }
   # f32 at >= 100 dB and the native greedy frames, on the committed tiny
   # CustomVoice 0.6B (prompt in talker chunks) and, when torch can make
   # them, tiny 0.6B Base (the x-vector prompt; no chunk graph: prompt as
@@ -146,6 +152,16 @@ tts_checks() {
         name=c2w_onnx_parity_$v c2w_parity "$tmp/m-$v" "$tmp/tts-$v" "$lib" 80 90 2,4,8,16,25
       else fail "tts_onnx_export_$v"; fi
     done
+    # in-context cloning: the reference's frames prime the decoder stream
+    # (through the graphs, their samples dropped) before the speech
+    local icl=(-m "$tmp/m-0.6b-base" --text "Hello from the tiny talker." --language english --greedy
+               --max-frames 20 --profile off --no-calibration --threads 1 --ref-audio tests/data/voice-ref-24k.wav
+               --ref-text "Hello there.")
+    if "$EMBER" export onnx -m "$tmp/m-0.6b-base" -o "$tmp/tts-base256" --context 256 --prefill-chunk 0 >/dev/null &&
+       "$EMBER" tts "${icl[@]}" -o "$tmp/icl-native.wav" >/dev/null 2>&1 &&
+       "$EMBER" tts "${icl[@]}" -o "$tmp/icl-onnx.wav" --backend "onnx:$tmp/tts-base256" --onnx-runtime "$lib" >/dev/null 2>&1 &&
+       same_wav "$tmp/icl-native.wav" "$tmp/icl-onnx.wav"
+    then pass tts_backend_onnx_in_context_clone_same_wav; else fail tts_backend_onnx_in_context_clone_same_wav; fi
     expect_error tts_onnx_other_model "hidden 64" "$TTS_PARITY" models/tts-tiny "$tmp/tts-1.7b-customvoice" "$lib" 4
   else
     echo "SKIP tts_onnx_parity 0.6b-base, 1.7b-customvoice (no torch for the checkpoint generator)"
@@ -168,11 +184,6 @@ tts_checks() {
   if [ -f models/tts-tiny/speech_tokenizer/model.safetensors ]; then
     local req=(-m models/tts-tiny --text "Hello from ember." --speaker ryan --language english --greedy
                --max-frames 20 --profile off --no-calibration --threads 1)
-    same_wav() { $PY -c '
-import sys, numpy as np
-a, b = (open(p, "rb").read() for p in sys.argv[1:3])
-x, y = (np.frombuffer(v[44:], "<i2").astype(np.int32) for v in (a, b))
-sys.exit(0 if a[:44] == b[:44] and len(x) == len(y) > 0 and np.abs(x - y).max() <= 1 else 1)' "$@"; }
     # (the folder has the decoder graphs: the decoder runs through ORT too)
     if "$EMBER" tts "${req[@]}" -o "$tmp/native.wav" >/dev/null 2>&1 &&
        "$EMBER" tts "${req[@]}" -o "$tmp/onnx.wav" --backend "onnx:$tmp/tts" --onnx-runtime "$lib" >/dev/null 2>&1 &&
