@@ -68,6 +68,7 @@ static int export_tts(const char *model_dir, const char *out, const ember_export
      * else the talker and predictor alone */
     ember_status lst = ember_tts_load(model_dir, &tp, &tts);
     if (lst != EMBER_OK) {
+        fprintf(stderr, "ember export: no speech decoder graphs (%s)\n", ember_last_error());
         tp.codes_only = 1;
         lst = ember_tts_load(model_dir, &tp, &tts);
     }
