@@ -45,7 +45,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 .SECONDARY:
 all: $(BUILD)/ember $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME) examples
 lib: $(BUILD)/libember.a $(BUILD)/libember.so $(BUILD)/$(SONAME)
-tests: $(TEST_BIN) $(BUILD)/tests/onnx_parity $(BUILD)/tests/tts_onnx_parity
+tests: $(TEST_BIN) $(BUILD)/tests/onnx_parity $(BUILD)/tests/tts_onnx_parity $(BUILD)/tests/c2w_onnx_parity
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -147,7 +147,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TESTU_OBJ) $(BUILD)/libember.a
 # The exported ONNX steps (Spark's; the TTS talker's and predictor's) through
 # ONNX Runtime against the native steps (tests/e2e/onnx.sh runs them with the
 # library tests/onnx/install.sh fetches).
-$(BUILD)/tests/onnx_parity $(BUILD)/tests/tts_onnx_parity: $(BUILD)/tests/%: $(BUILD)/tests/onnx/%.o $(BUILD)/libember.a
+$(BUILD)/tests/onnx_parity $(BUILD)/tests/tts_onnx_parity $(BUILD)/tests/c2w_onnx_parity: $(BUILD)/tests/%: $(BUILD)/tests/onnx/%.o $(BUILD)/libember.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

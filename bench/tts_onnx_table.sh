@@ -11,6 +11,9 @@
 #   env: REPS (5), FRAMES (16), CTX (256), FORMS ("f32 f16 qdq8")
 # A full-size checkpoint (reference/make_tts_checkpoint.py --preset full)
 # may be passed by path; its f32 graphs take about 4 bytes per parameter.
+# weights.onnx.data also holds the speech decoder's graphs' weights where
+# the checkpoint has its speech tokenizer (exports since the decoder graphs:
+# +2.5 MB tiny f32, +460 MB full-size f32; docs/ONNX.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${REPS:-5} frames=${FRAMES:-16} ctx=${CTX:-256}

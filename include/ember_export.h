@@ -37,6 +37,10 @@ typedef struct ember_export_params {
                               [2, context]; 0 writes no prefill graph.
                               default 128 */
     ember_export_form form; /* default EMBER_EXPORT_F32 */
+    int32_t per_layer; /* 1: a Qwen3-TTS export also writes one graph per
+                          speech-decoder stage (code2wav_25_<stage>.onnx,
+                          its state as the whole graph's), for profiling.
+                          default 0 */
 } ember_export_params;
 
 ember_export_params ember_export_default_params(void);
@@ -60,8 +64,12 @@ ember_status ember_export_onnx(const ember_model *model, const char *dir,
  * and output: shape, type, meaning). params->context is the talker's
  * bucket (prompt plus frames); a prefill_chunk of N adds
  * talker_prefill.onnx (N prompt rows per run, the talker's caches; 0:
- * none, prompts run as talker steps). Forms as above; the int4 form needs widths in multiples of 64.
- * Errors as ember_export_onnx. */
+ * none, prompts run as talker steps). A model loaded whole (not
+ * codes_only) adds its speech decoder as code2wav_N.onnx for chunks of N =
+ * 1, 2, 4, 8, 16, 25 frames: the streaming decoder with its conv
+ * histories, transposed-conv carries and attention rings as state inputs
+ * X and outputs next_X (docs/ONNX.md). Forms as above; the int4 form needs
+ * widths in multiples of 64. Errors as ember_export_onnx. */
 ember_status ember_export_onnx_tts(const ember_tts *tts, const char *dir,
                                    const ember_export_params *params);
 

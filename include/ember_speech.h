@@ -63,7 +63,9 @@ typedef struct ember_tts_params {
                                 graphs `ember export onnx` wrote to DIR from this
                                 model (ember_export_onnx_tts), on ONNX Runtime's
                                 CPU provider, ember's host loop around them; the
-                                speech decoder stays native. Prompt plus frames
+                                speech decoder too where DIR has its graphs
+                                (code2wav_N.onnx, from a model loaded whole),
+                                else it stays native. Prompt plus frames
                                 are capped at the graphs' context bucket; the
                                 calibration (above) is neither read nor written */
     const char *onnx_runtime; /* the libonnxruntime for "onnx:DIR" (NULL:

@@ -27,7 +27,8 @@ const char cli_tts_usage[] =
     "                                 profile's decode CPUs, the audio decoder on its own)\n"
     "  --backend cpu|onnx:DIR         who runs the talker and predictor steps: ember's kernels\n"
     "                                 (default), or ONNX Runtime on the graphs `ember export\n"
-    "                                 onnx -m DIR_OF_THIS_MODEL` wrote to DIR (decoder native)\n"
+    "                                 onnx -m DIR_OF_THIS_MODEL` wrote to DIR (the speech\n"
+    "                                 decoder too where DIR has its graphs, else native)\n"
     "  --onnx-runtime PATH            the libonnxruntime.so for onnx:DIR (default:\n"
     "                                 $EMBER_ONNXRUNTIME, else libonnxruntime.so.1)\n";
 

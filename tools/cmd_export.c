@@ -31,7 +31,11 @@ static void usage(FILE *f)
                "  A Qwen3-TTS directory (config.json with a talker_config) gives\n"
                "  DIR/talker.onnx and DIR/predictor.onnx (one step each; --context is the\n"
                "  talker's bucket, prompt plus frames) and DIR/talker_prefill.onnx (a chunk\n"
-               "  of prompt rows, --prefill-chunk, default 32 there) instead\n"
+               "  of prompt rows, --prefill-chunk, default 32 there) instead, and with its\n"
+               "  speech decoder DIR/code2wav_N.onnx: the streaming decoder for chunks of\n"
+               "  N = 1, 2, 4, 8, 16, 25 frames, its state as explicit inputs/outputs\n"
+               "  --per-layer: also one graph per speech-decoder stage (25 frames;\n"
+               "           DIR/code2wav_25_<stage>.onnx), for profiling\n"
                "  --check: list each graph's ops, opset and I/O shapes and fail on anything\n"
                "           outside the QNN HTP allow-list, dynamic dims, int64 indices,\n"
                "           IsNaN/Where guards, Reshape allowzero=1, rank-0 axes\n");
@@ -55,19 +59,31 @@ static int export_tts(const char *model_dir, const char *out, const ember_export
                       ember_type weight_type)
 {
     ember_tts_params tp = ember_tts_default_params();
-    tp.codes_only = 1;
     tp.weight_type = weight_type;
+    tp.decoder_type = EMBER_TYPE_F32; /* the decoder graphs take the stored weights as f32 */
+    tp.warm_up = 0;
+    tp.decoder_threads = 1;
     ember_tts *tts;
-    if (ember_tts_load(model_dir, &tp, &tts) != EMBER_OK) {
+    /* with the speech decoder when the checkpoint has one (its graphs too),
+     * else the talker and predictor alone */
+    ember_status lst = ember_tts_load(model_dir, &tp, &tts);
+    if (lst != EMBER_OK) {
+        fprintf(stderr, "ember export: no speech decoder graphs (%s)\n", ember_last_error());
+        tp.codes_only = 1;
+        lst = ember_tts_load(model_dir, &tp, &tts);
+    }
+    if (lst != EMBER_OK) {
         fprintf(stderr, "ember export: %s\n", ember_last_error());
         return 1;
     }
     ember_status st = ember_export_onnx_tts(tts, out, ep);
+    const int with_decoder = ember_tts_sample_rate(tts) > 0;
     ember_tts_free(tts);
     if (st != EMBER_OK) {
         fprintf(stderr, "ember export: %s\n", ember_last_error());
         return 1;
     }
+    if (with_decoder) printf("exported the speech decoder's streaming graphs (code2wav_N.onnx)\n");
     if (ep->prefill_chunk)
         printf("exported the talker step, a %d-row talker prefill chunk and the code-predictor step "
                "(context %d) to %s\n", ep->prefill_chunk, ep->context, out);
@@ -89,6 +105,7 @@ int cmd_export(int argc, char **argv)
                                          {"dtype", required_argument, 0, 'd'},
                                          {"prefill-chunk", required_argument, 0, 'p'},
                                          {"check", required_argument, 0, 'k'},
+                                         {"per-layer", no_argument, 0, 'L'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model_dir = NULL, *out = NULL, *check = NULL;
@@ -112,6 +129,7 @@ int cmd_export(int argc, char **argv)
         case 'm': model_dir = optarg; break;
         case 'o': out = optarg; break;
         case 'k': check = optarg; break;
+        case 'L': ep.per_layer = 1; break;
         case 'c':
             if (cli_parse_int(optarg, 2, 1 << 20, &ep.context)) {
                 fprintf(stderr, "ember export: --context must be an integer >= 2\n");

@@ -152,6 +152,9 @@ ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tt
     sp.onnx_runtime = p->onnx_runtime;
     c2w_stream_params cp = c2w_stream_default_params();
     cp.n_threads = t->dec_threads;
+    /* the folder's speech decoder graphs, where it has them */
+    cp.onnx_dir = sp.onnx_dir;
+    cp.onnx_runtime = sp.onnx_runtime;
     /* a directory without a tokenizer still speaks text_ids */
     if (et_tokenizer_load(dir, &t->tok) != EMBER_OK)
         snprintf(t->tok_error, sizeof t->tok_error, "%s", ember_last_error());

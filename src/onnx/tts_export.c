@@ -7,6 +7,7 @@
 
 #include "base/status.h"
 #include "io/write_file.h"
+#include "onnx/c2w_export.h"
 #include "onnx/export_files.h"
 #include "onnx/manifest_io.h"
 #include "onnx/tts_step_graph.h"
@@ -120,14 +121,21 @@ static void add_graph(cJSON *graphs, const tts_step_layout *lay)
     cJSON_AddItemToObject(g, "outputs", out);
 }
 
-ember_status tts_onnx_export(const tts_model *m, const char *dir, int32_t context, int32_t chunk,
-                             spark_onnx_form form)
+ember_status tts_onnx_export(const tts_model *m, const c2w_model *dec, const char *dir, int32_t context,
+                             int32_t chunk, int per_stage, spark_onnx_form form)
 {
+    int32_t dec_sizes[8];
+    const int n_dec = dec ? c2w_graph_default_sizes(dec_sizes, 8) : 0;
+    /* per-stage graphs at the largest chunk size */
+    const int32_t stage_frames = dec && per_stage ? dec_sizes[n_dec - 1] : 0;
+    c2w_stage_info stages[C2W_MAX_STAGES];
+    const int n_stages = stage_frames ? c2w_graph_stages(&dec->cfg, stages) : 0;
     tts_step_layout lay[3];
     const int n = chunk ? 3 : 2;
     ember_status st = EMBER_OK;
     for (int k = 0; k < n && !st; k++) st = tts_step_layout_of(&m->cfg, (tts_graph_kind)k, context, chunk, form, &lay[k]);
     if (!st) st = tts_step_check_model(m, form);
+    if (!st && dec) st = c2w_graph_check(dec, form);
     if (st) return st;
     char paths[3][4096], data_path[4096], manifest_path[4096];
     int bad = 0;
@@ -145,15 +153,21 @@ ember_status tts_onnx_export(const tts_model *m, const char *dir, int32_t contex
     cJSON_AddNumberToObject(root, "n_groups", m->cfg.n_groups);
     cJSON_AddItemToObject(root, "graphs", graphs);
     for (int k = 0; k < n; k++) add_graph(graphs, &lay[k]);
+    if (dec) cJSON_AddNumberToObject(root, "sample_rate", dec->cfg.sample_rate);
+    for (int k = 0; k < n_dec; k++) c2w_manifest_add(graphs, &dec->cfg, dec_sizes[k], -1, form);
+    for (int k = 0; k < n_stages; k++) c2w_manifest_add(graphs, &dec->cfg, stage_frames, k, form);
     char *manifest = cJSON_Print(root);
     cJSON_Delete(root);
     if (!manifest) return ember_fail(EMBER_ERR_NO_MEMORY, "export: cannot build the manifest");
 
     og_data *data = NULL;
     st = og_data_open(data_path, EXPORT_DATA, &data);
-    /* a folder exported before with a chunk must not keep it */
+    /* a folder exported before with a chunk or decoder graphs must not keep them */
     remove(paths[TTS_GRAPH_TALKER_CHUNK]);
+    int32_t all_sizes[8];
+    c2w_export_remove(dir, NULL, all_sizes, c2w_graph_default_sizes(all_sizes, 8));
     for (int k = 0; k < n && !st; k++) st = tts_step_graph_write(m, &lay[k], paths[k], data);
+    if (!st && dec) st = c2w_export_graphs(dec, dir, dec_sizes, n_dec, stage_frames, form, data);
     if (!st) {
         st = og_data_close(data);
         data = NULL;
@@ -163,6 +177,7 @@ ember_status tts_onnx_export(const tts_model *m, const char *dir, int32_t contex
     og_data_discard(data);
     if (st) {
         for (int k = 0; k < 3; k++) remove(paths[k]);
+        c2w_export_remove(dir, NULL, dec_sizes, n_dec);
         remove(data_path);
     }
     return st;

@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "kernels/exec.h"
 #include "kernels/ops.h"
+#include "onnx/c2w_ort.h"
 #include "tts/tts_stack.h"
 
 /* Largest float count of one stage's output piece (about 4 MiB). */
@@ -72,6 +73,7 @@ struct c2w_stream {
     float *drop;                        /* a pass's samples nobody hears (priming) */
     int32_t tail_frames;                /* frames that fix the stages after the front */
     float *pcm_cursor;
+    c2w_ort *ort; /* the onnx backend's decoder graphs, or NULL: native */
     void *allocs[MAX_ALLOCS];
     int32_t n_allocs;
 };
@@ -412,7 +414,7 @@ static int32_t tail_frames(const c2w_stream *s)
 
 c2w_stream_params c2w_stream_default_params(void)
 {
-    c2w_stream_params p = {0, 25};
+    c2w_stream_params p = {0, 25, NULL, NULL};
     return p;
 }
 
@@ -485,6 +487,9 @@ ember_status c2w_stream_create(const c2w_model *m, const c2w_stream_params *p, c
     s->m = m;
     s->frames_per_pass = q.frames_per_pass;
     ember_status st = build(s, &q);
+    if (!st && q.onnx_dir)
+        st = c2w_ort_open(&m->cfg, q.onnx_dir, q.onnx_runtime ? q.onnx_runtime : "libonnxruntime.so.1",
+                          q.n_threads, &s->ort);
     if (st) {
         c2w_stream_free(s);
         return st;
@@ -497,6 +502,7 @@ void c2w_stream_free(c2w_stream *s)
 {
     if (!s) return;
     if (s->tf.block) tts_stack_state_free(&s->tf);
+    c2w_ort_free(s->ort);
     pool_free(s->exec.pool);
     for (int32_t i = 0; i < s->n_allocs; i++) free(s->allocs[i]);
     free(s);
@@ -510,9 +516,17 @@ void c2w_stream_reset(c2w_stream *s)
             if (h->base) memset(h->base, 0, sizeof(float) * h->hist * h->ch);
         }
     s->frames = 0; /* the key rings are read only at positions >= 0 of the new utterance */
+    if (s->ort) c2w_ort_reset(s->ort);
 }
 
 int64_t c2w_stream_frames(const c2w_stream *s) { return s->frames; }
+
+int c2w_stream_on_onnx(const c2w_stream *s) { return s->ort != NULL; }
+
+int c2w_stream_onnx_sizes(const c2w_stream *s, int32_t *sizes, int max)
+{
+    return s->ort ? c2w_ort_sizes(s->ort, sizes, max) : 0;
+}
 
 const c2w_model *c2w_stream_model(const c2w_stream *s) { return s->m; }
 
@@ -544,6 +558,11 @@ ember_status c2w_stream_push(c2w_stream *s, const int32_t *codes, int32_t n_fram
     const c2w_config *c = &s->m->cfg;
     ember_status st = check_codes(c, codes, n_frames);
     if (st) return st;
+    if (s->ort) {
+        st = c2w_ort_push(s->ort, codes, n_frames, pcm);
+        if (!st) s->frames += n_frames;
+        return st;
+    }
     s->pcm_cursor = pcm;
     stage *front = &s->stages[0];
     for (int32_t off = 0; off < n_frames; off += s->frames_per_pass) {
@@ -561,6 +580,13 @@ ember_status c2w_stream_prime(c2w_stream *s, const int32_t *codes, int32_t n_fra
     const c2w_config *c = &s->m->cfg;
     ember_status st = check_codes(c, codes, n_frames);
     if (st) return st;
+    /* the graphs have no front-only path: every frame runs whole, its
+     * samples dropped */
+    for (int32_t off = 0; s->ort && off < n_frames && !st; off += s->frames_per_pass) {
+        int32_t k = n_frames - off < s->frames_per_pass ? n_frames - off : s->frames_per_pass;
+        st = c2w_stream_push(s, codes + (int64_t)off * c->n_quantizers, k, s->drop);
+    }
+    if (s->ort) return st;
     stage *front = &s->stages[0];
     /* the frames before the tail reach only the front; the tail then runs
      * the whole chain into samples that are dropped */

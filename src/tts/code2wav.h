@@ -116,6 +116,13 @@ typedef struct c2w_stream c2w_stream;
 typedef struct c2w_stream_params {
     int32_t n_threads;       /* incl. the caller; 0 = one per online CPU */
     int32_t frames_per_pass; /* frames the front stages take at once; 0 = 25 */
+    /* an `ember export onnx` folder whose speech decoder graphs ONNX
+     * Runtime (the library at onnx_runtime, NULL: libonnxruntime.so.1)
+     * runs instead of the native stages, n_threads intra-op threads (the
+     * stream's thread controls then do nothing); a folder without decoder
+     * graphs keeps the native decoder. NULL: native. */
+    const char *onnx_dir;
+    const char *onnx_runtime;
 } c2w_stream_params;
 
 c2w_stream_params c2w_stream_default_params(void);
@@ -148,5 +155,9 @@ ember_status c2w_stream_push_windowed(c2w_stream *s, const int32_t *codes, int32
                                       int32_t n_new, float *pcm);
 /* Frames pushed since the start of the utterance. */
 int64_t c2w_stream_frames(const c2w_stream *s);
+/* 1 when the stream runs the onnx folder's decoder graphs; their chunk
+ * sizes, largest first (returns the count, 0 when native). */
+int c2w_stream_on_onnx(const c2w_stream *s);
+int c2w_stream_onnx_sizes(const c2w_stream *s, int32_t *sizes, int max);
 
 #endif

@@ -9,15 +9,21 @@
 # Qwen3-TTS: the talker and code-predictor step graphs pass the same audit
 # and checker, and through ONNX Runtime give the native steps' logits and
 # greedy frames (tests/onnx/tts_onnx_parity.c) and, in `ember tts --backend
-# onnx:DIR`, the native WAV.
+# onnx:DIR`, the native WAV; the speech decoder's streaming graphs give the
+# native stream's audio for several chunk schedules
+# (tests/onnx/c2w_onnx_parity.c).
 source "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 PARITY=${ONNX_PARITY:-$(dirname "$EMBER")/tests/onnx_parity}
 TTS_PARITY=$(dirname "$EMBER")/tests/tts_onnx_parity
+C2W_PARITY=$(dirname "$EMBER")/tests/c2w_onnx_parity
+DEC_GRAPHS="code2wav_1 code2wav_2 code2wav_4 code2wav_8 code2wav_16 code2wav_25"
+DEC_STAGES="front upsample_0 upsample_1 decoder_0 block_0 block_1 block_2 block_3 final"
 
 expect_ok export_tiny "$EMBER" export onnx -m models/tiny -o "$tmp/x" --context 1024
 # 8-row talker chunks: the tiny prompt's 26 rows go as 3 chunks and 2 steps
-expect_ok export_tts_tiny "$EMBER" export onnx -m models/tts-tiny -o "$tmp/tts" --context 64 --prefill-chunk 8
+# (with the speech decoder's per-stage graphs: --per-layer)
+expect_ok export_tts_tiny "$EMBER" export onnx -m models/tts-tiny -o "$tmp/tts" --context 64 --prefill-chunk 8 --per-layer
 for d in x tts; do
   out=$("$EMBER" export onnx --check "$tmp/$d" 2>&1)
   if [ $? -eq 0 ] && [ "$(grep -c '^findings: none' <<<"$out")" -ge 2 ] && grep -q 'ai.onnx opset 17' <<<"$out"; then
@@ -29,7 +35,8 @@ if $PY -c 'import onnx' 2>/dev/null; then
   expect_ok onnx_checker_accepts $PY -c '
 import onnx, sys
 for f in sys.argv[1:]: onnx.checker.check_model(f, full_check=True)' "$tmp/x/decode.onnx" "$tmp/x/prefill.onnx" \
-    "$tmp/tts/talker.onnx" "$tmp/tts/predictor.onnx" "$tmp/tts/talker_prefill.onnx"
+    "$tmp/tts/talker.onnx" "$tmp/tts/predictor.onnx" "$tmp/tts/talker_prefill.onnx" \
+    $(for g in $DEC_GRAPHS; do echo "$tmp/tts/$g.onnx"; done) $(for g in $DEC_STAGES; do echo "$tmp/tts/code2wav_25_$g.onnx"; done)
   # the manifest against the graph as onnx reads it: every input and output,
   # its element type and shape, and nothing else
   manifest_check() { $PY -c '
@@ -49,7 +56,8 @@ for man in graphs:
         assert all(e["meaning"] for e in man[key])
     assert all(d.dim_value > 0 for v in m.graph.input for d in v.type.tensor_type.shape.dim)' "$@"; }
   expect_ok manifest_names_every_io manifest_check "$tmp/x" decode,prefill
-  expect_ok manifest_names_every_io_tts manifest_check "$tmp/tts" talker,predictor,talker_prefill
+  expect_ok manifest_names_every_io_tts manifest_check "$tmp/tts" \
+    talker,predictor,talker_prefill$(for g in $DEC_GRAPHS; do printf ,code2wav; done)$(for g in $DEC_STAGES; do printf ,code2wav_stage; done)
 
   # graphs with what the audit must refuse, one fault each
   $PY - "$tmp" <<'PY'
@@ -108,6 +116,12 @@ expect_error export_unknown_format "only format is 'onnx'" "$EMBER" export tflit
 # tts_checks LIB: the Qwen3-TTS step graphs through ONNX Runtime
 tts_checks() {
   local lib=$1 out v
+  # two WAVs: the same header and samples within one s16 step
+  same_wav() { $PY -c '
+import sys, numpy as np
+a, b = (open(p, "rb").read() for p in sys.argv[1:3])
+x, y = (np.frombuffer(v[44:], "<i2").astype(np.int32) for v in (a, b))
+sys.exit(0 if a[:44] == b[:44] and len(x) == len(y) > 0 and np.abs(x - y).max() <= 1 else 1)' "$@"; }
   # f32 at >= 100 dB and the native greedy frames, on the committed tiny
   # CustomVoice 0.6B (prompt in talker chunks) and, when torch can make
   # them, tiny 0.6B Base (the x-vector prompt; no chunk graph: prompt as
@@ -118,6 +132,16 @@ tts_checks() {
     if [ $? -eq 0 ]; then pass "$name"; sed "s/^/     /" <<<"$out"; else fail "$name" "$out"; fi
   }
   name=tts_onnx_parity_tiny_16_frames tts_parity models/tts-tiny "$tmp/tts" "$lib" 16 100
+  # the speech decoder's graphs: 80 frames of random codes (past the
+  # 72-frame window: the attention rings slide) in all-2-frame chunks, the
+  # default ramp and one 80-frame chunk (graphs 25+25+25+4+1), each at
+  # >= 90 dB against the native stream (measured ~107); the per-stage
+  # graphs chained over 75 frames the same
+  c2w_parity() {
+    out=$("$C2W_PARITY" "$@" 2>&1)
+    if [ $? -eq 0 ]; then pass "$name"; sed "s/^/     /" <<<"$out"; else fail "$name" "$out"; fi
+  }
+  name=c2w_onnx_parity_tiny_3_schedules C2W_PARITY_TIMING=1 C2W_PARITY_STAGES=1 c2w_parity models/tts-tiny "$tmp/tts" "$lib" 80 90 2 2,4,8,16,25 80
   if have_torch; then
     for v in 0.6b-base:0 1.7b-customvoice:26; do
       chunk=${v#*:} v=${v%:*}
@@ -125,8 +149,19 @@ tts_checks() {
          "$EMBER" export onnx -m "$tmp/m-$v" -o "$tmp/tts-$v" --context 64 --prefill-chunk $chunk >/dev/null &&
          "$EMBER" export onnx --check "$tmp/tts-$v" >/dev/null; then
         name=tts_onnx_parity_${v}_16_frames tts_parity "$tmp/m-$v" "$tmp/tts-$v" "$lib" 16 100
+        name=c2w_onnx_parity_$v c2w_parity "$tmp/m-$v" "$tmp/tts-$v" "$lib" 80 90 2,4,8,16,25
       else fail "tts_onnx_export_$v"; fi
     done
+    # in-context cloning: the reference's frames prime the decoder stream
+    # (through the graphs, their samples dropped) before the speech
+    local icl=(-m "$tmp/m-0.6b-base" --text "Hello from the tiny talker." --language english --greedy
+               --max-frames 20 --profile off --no-calibration --threads 1 --ref-audio tests/data/voice-ref-24k.wav
+               --ref-text "Hello there.")
+    if "$EMBER" export onnx -m "$tmp/m-0.6b-base" -o "$tmp/tts-base256" --context 256 --prefill-chunk 0 >/dev/null &&
+       "$EMBER" tts "${icl[@]}" -o "$tmp/icl-native.wav" >/dev/null 2>&1 &&
+       "$EMBER" tts "${icl[@]}" -o "$tmp/icl-onnx.wav" --backend "onnx:$tmp/tts-base256" --onnx-runtime "$lib" >/dev/null 2>&1 &&
+       same_wav "$tmp/icl-native.wav" "$tmp/icl-onnx.wav"
+    then pass tts_backend_onnx_in_context_clone_same_wav; else fail tts_backend_onnx_in_context_clone_same_wav; fi
     expect_error tts_onnx_other_model "hidden 64" "$TTS_PARITY" models/tts-tiny "$tmp/tts-1.7b-customvoice" "$lib" 4
   else
     echo "SKIP tts_onnx_parity 0.6b-base, 1.7b-customvoice (no torch for the checkpoint generator)"
@@ -140,19 +175,38 @@ tts_checks() {
   done
   name=tts_onnx_f16_snr_and_frames tts_parity models/tts-tiny "$tmp/tts-f16" "$lib" 16 50 12
   name=tts_onnx_qdq8_snr tts_parity models/tts-tiny "$tmp/tts-qdq8" "$lib" 16 25 0
+  # the decoder's f16 graphs (measured 45.5 dB) and qdq8 (int8 transformer
+  # and ConvNeXt matrices, float convs: 25.7 dB): reported, floors below
+  name=c2w_onnx_f16_snr c2w_parity models/tts-tiny "$tmp/tts-f16" "$lib" 80 40 2,4,8,16,25
+  name=c2w_onnx_qdq8_snr c2w_parity models/tts-tiny "$tmp/tts-qdq8" "$lib" 80 20 2,4,8,16,25
   # `ember tts --backend onnx:DIR`: the native run's WAV within one s16 step
   # (the chunk schedule may differ: see tests/e2e/tts.sh)
   if [ -f models/tts-tiny/speech_tokenizer/model.safetensors ]; then
     local req=(-m models/tts-tiny --text "Hello from ember." --speaker ryan --language english --greedy
                --max-frames 20 --profile off --no-calibration --threads 1)
+    # (the folder has the decoder graphs: the decoder runs through ORT too)
     if "$EMBER" tts "${req[@]}" -o "$tmp/native.wav" >/dev/null 2>&1 &&
        "$EMBER" tts "${req[@]}" -o "$tmp/onnx.wav" --backend "onnx:$tmp/tts" --onnx-runtime "$lib" >/dev/null 2>&1 &&
-       $PY -c '
-import sys, numpy as np
-a, b = (open(p, "rb").read() for p in sys.argv[1:3])
-x, y = (np.frombuffer(v[44:], "<i2").astype(np.int32) for v in (a, b))
-sys.exit(0 if a[:44] == b[:44] and len(x) == len(y) > 0 and np.abs(x - y).max() <= 1 else 1)' "$tmp/native.wav" "$tmp/onnx.wav"
+       same_wav "$tmp/native.wav" "$tmp/onnx.wav"
     then pass tts_backend_onnx_same_wav; else fail tts_backend_onnx_same_wav; fi
+    # a folder without decoder graphs keeps the native decoder; decoder
+    # graphs for another decoder are refused, naming them
+    mkdir -p "$tmp/tts-nodec" "$tmp/tts-otherdec"
+    for d in tts-nodec tts-otherdec; do cp "$tmp/tts"/*.onnx "$tmp/tts/weights.onnx.data" "$tmp/$d/"; done
+    $PY - "$tmp/tts/manifest.json" "$tmp/tts-nodec/manifest.json" "$tmp/tts-otherdec/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+keep = dict(m, graphs=[g for g in m["graphs"] if not g["kind"].startswith("code2wav")])
+json.dump(keep, open(sys.argv[2], "w"))
+for g in m["graphs"]:
+    if g["kind"] == "code2wav": g["n_quantizers"] = 15
+json.dump(m, open(sys.argv[3], "w"))
+PY
+    if "$EMBER" tts "${req[@]}" -o "$tmp/nodec.wav" --backend "onnx:$tmp/tts-nodec" --onnx-runtime "$lib" >/dev/null 2>&1 &&
+       same_wav "$tmp/native.wav" "$tmp/nodec.wav"
+    then pass tts_backend_onnx_without_decoder_graphs_native_decoder; else fail tts_backend_onnx_without_decoder_graphs_native_decoder; fi
+    expect_error tts_backend_onnx_other_decoder "speech decoder graphs are for 15 codebooks" "$EMBER" tts "${req[@]}" \
+      -o "$tmp/c.wav" --backend "onnx:$tmp/tts-otherdec" --onnx-runtime "$lib"
     # `ember tts-codes --backend onnx:DIR`: the native frames
     codes() { "$EMBER" tts-codes -m models/tts-tiny --text "Hello from ember." --speaker ryan --greedy \
               --max-frames 12 --json "$@" 2>/dev/null |

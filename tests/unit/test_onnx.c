@@ -301,6 +301,53 @@ static void tts_export_writes_and_refuses(void)
     rmdir(out);
 }
 
+/* The speech decoder's streaming graphs beside the talker's: one per
+ * default chunk size, audited clean, every state tensor an input with a
+ * next_ output of the same shape, the chunk's codes int32. */
+static char dec_report[1 << 18];
+
+static void collect_dec(void *user, const char *line)
+{
+    size_t used = strlen(dec_report);
+    (void)user;
+    snprintf(dec_report + used, sizeof dec_report - used, "%s\n", line);
+}
+
+static void tts_export_writes_decoder_graphs(void)
+{
+    ember_tts_params tp = ember_tts_default_params();
+    tp.warm_up = 0;
+    ember_tts *t;
+    REQUIRE(ember_tts_load("models/tts-tiny", &tp, &t) == EMBER_OK);
+    ember_export_params p = ember_export_default_params();
+    p.context = 64;
+    p.prefill_chunk = 0;
+    const char *out = path_in("ttsdec");
+    REQUIRE(ember_export_onnx_tts(t, out, &p) == EMBER_OK);
+    ember_tts_free(t);
+    dec_report[0] = '\0';
+    CHECK(ember_export_onnx_check(out, collect_dec, NULL) == EMBER_OK);
+    /* tiny decoder: 2 layers of 4 x 16, window 72, blocks 64 -> 4 channels */
+    static const char *const want[] = {
+        "graph ", "code2wav_25.onnx", "input codes int32 [25,16]", "input mask float32 [25,1,96]",
+        "input cos float32 [1,1,8]", "input ring_key_1 float32 [4,16,71]",
+        "output next_ring_value_1 float32 [4,71,16]", "input hist_pre_conv float32 [1,16,2]",
+        "input carry_block_0 float32 [1,64,1]", "output next_carry_block_0 float32 [1,64,1]",
+        "output next_hist_block_3_unit_2 float32 [1,4,54]", "output pcm float32 [48000]",
+        "output pcm float32 [1920]"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(dec_report, want[i])) {
+            fprintf(stderr, "  missing in the audit report: %s\n", want[i]);
+            CHECK(0);
+        }
+    const char *files[] = {"ttsdec/talker.onnx", "ttsdec/predictor.onnx", "ttsdec/weights.onnx.data",
+                           "ttsdec/manifest.json", "ttsdec/code2wav_1.onnx", "ttsdec/code2wav_2.onnx",
+                           "ttsdec/code2wav_4.onnx", "ttsdec/code2wav_8.onnx", "ttsdec/code2wav_16.onnx",
+                           "ttsdec/code2wav_25.onnx"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) CHECK(remove(path_in(files[i])) == 0);
+    rmdir(out);
+}
+
 /* A data file shared by graphs stores a tensor once per name and bytes. */
 static void data_file_stores_shared_tensors_once(void)
 {
@@ -358,6 +405,7 @@ int main(void)
     RUN(export_writes_and_refuses);
     RUN(export_refuses_tanh_gelu);
     RUN(tts_export_writes_and_refuses);
+    RUN(tts_export_writes_decoder_graphs);
     RUN(data_file_stores_shared_tensors_once);
     RUN(prefill_graph_shares_the_weights);
     remove(path_in("small.onnx"));
