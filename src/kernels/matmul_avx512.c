@@ -397,6 +397,7 @@ INLINE void qpk_tile(float *tile, const char *w, size_t rb, int64_t r, const uin
 #define QPK_SCALE(i) (r8 ? wb + 2 * (j0 + (i)) : wb + (size_t)(i) * rb)
 #define QPK_DWORD(i, k) (r8 ? wb + EK_ROWS8_SCALES + 32 * (k) + 4 * (j0 + (i)) : wb + (size_t)(i) * rb + 2 + 4 * (k))
     const __m512i m80 = _mm512_set1_epi8((char)0x80), m0f = _mm512_set1_epi8(0x0f);
+    alignas(32) float dws[EK_ROWS8];
     for (int64_t b = 0; b < nb; b++, wb += step) {
         const uint8_t *xb = xp + (size_t)b * PK_MAX_G * PK_BYTES;
 #define QPK_X(g, v) _mm512_load_si512((const __m512i *)(xb + (g) * PK_BYTES + (v) * PK_VEC))
@@ -441,8 +442,18 @@ INLINE void qpk_tile(float *tile, const char *w, size_t rb, int64_t r, const uin
         __m512 dx[PK_MAX_G];
         _Pragma("GCC unroll 2") for (int g = 0; g < G; g++)
             dx[g] = _mm512_load_ps(xb + g * PK_BYTES + PK_SCALE * PK_VEC);
+        /* a whole rows8 group's 8 scales sit side by side: converted in one
+         * instruction, then broadcast from memory, a load and no vector
+         * operation (measured: 1.7B 6144x2048, 128 tokens, 1 thread, CPU time
+         * min of 5 alternating: Q8_0 -2%, Q4_0 -4%) */
+        const int scales8 = r8 && R == EK_ROWS8;
+        if (scales8) {
+            _mm256_store_ps(dws, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)wb)));
+            __asm__("" : "+m"(dws)); /* read back from memory, not shuffled out of a register */
+        }
         _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
-            __m512 dw = _mm512_cvtph_ps(_mm256_set1_epi16((short)ld16(QPK_SCALE(i))));
+            __m512 dw = scales8 ? _mm512_set1_ps(dws[i])
+                                : _mm512_cvtph_ps(_mm256_set1_epi16((short)ld16(QPK_SCALE(i))));
             _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
                 acc[i][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i][g]),
                                                    _mm512_mul_ps(dw, dx[g]), acc[i][g]);
