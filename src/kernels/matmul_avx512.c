@@ -647,6 +647,10 @@ typedef struct pk_layout {
  * matrix is read from memory once per span, not once per pass (a 6144x2048
  * Q8_0 matrix is 13 MB, more than the L3 keeps between passes). */
 enum { PK_SPAN = 2 };
+/* Prepared activations (prepare_q) take no stack: a span of them is as
+ * long as L2 holds it beside the panel, 4 passes (4 x 80 KiB + ~104 KiB),
+ * so a 128-token prefill chunk reads each matrix once. */
+enum { PK_PREP_SPAN = 4 }; /* at least PK_SPAN */
 enum { PK_BUF = PK_SPAN * PK_KC * PK_MAX_G * PK_BYTES }; /* 160 KiB on the stack */
 
 /* Tiles are gathered per panel of PK_PANEL rows into a token-major buffer
@@ -670,12 +674,13 @@ static TARGET void gemm_q_packed(float *y, int64_t ys, const ek_matrix *w, int64
     const size_t rb = ek_row_bytes(w->dtype, w->cols), pass_bytes = PK_BUF / PK_SPAN;
     const int64_t nbt = w->cols / EK_QBLOCK;
     const int per_pass = L->group * L->max_groups;
-    for (int s0 = 0; s0 < nt; s0 += PK_SPAN * per_pass) {
-        const int span = nt - s0 < PK_SPAN * per_pass ? nt - s0 : PK_SPAN * per_pass;
+    const int span_max = (prepared ? PK_PREP_SPAN : PK_SPAN) * per_pass;
+    for (int s0 = 0; s0 < nt; s0 += span_max) {
+        const int span = nt - s0 < span_max ? nt - s0 : span_max;
         const int passes = (span + per_pass - 1) / per_pass;
         for (int64_t b0 = 0; b0 < nbt; b0 += L->kc) {
             const int64_t nb = nbt - b0 < L->kc ? nbt - b0 : L->kc;
-            const uint8_t *pass_x[PK_SPAN];
+            const uint8_t *pass_x[PK_PREP_SPAN]; /* >= PK_SPAN */
             for (int p = 0; p < passes; p++) {
                 const int t0 = s0 + p * per_pass, T = nt - t0 < per_pass ? nt - t0 : per_pass;
                 if (prepared) {

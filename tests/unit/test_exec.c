@@ -61,7 +61,7 @@ static int preparing_sets(const ek_kernel_set **out)
  * gemm over two row ranges equal its plain gemm on the Q8_0 rows. */
 static void prepared_gemm_equals_plain_gemm(void)
 {
-    static const int tokens_list[] = {9, 16, 31, 32, 33, 64, 70, 97};
+    static const int tokens_list[] = {9, 16, 31, 32, 33, 64, 70, 97, 150};
     static const int64_t blocks_list[] = {1, 3, 64, 65, 130};
     const ek_kernel_set *sets[4];
     const int n_sets = preparing_sets(sets);
