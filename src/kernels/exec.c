@@ -1,14 +1,18 @@
 #include "kernels/exec.h"
 
+#include <stdint.h>
+
 #include "kernels/formats.h"
 
 /* Rows are handed out in multiples of this, so that no two workers write the
  * same cache line of y. */
 #define ROW_ALIGN 16
 
+/* The Q8_0 rows, then (64-byte aligned) room for a set's prepared form. */
 size_t ek_exec_qbuf_bytes(int max_tokens, int64_t max_cols)
 {
-    return (size_t)max_tokens * ek_row_bytes(ET_Q8_0, max_cols);
+    return (size_t)max_tokens * ek_row_bytes(ET_Q8_0, max_cols) + 64 +
+           ek_prepared_max_bytes(max_tokens, max_cols);
 }
 
 typedef struct gemm_task {
@@ -19,6 +23,7 @@ typedef struct gemm_task {
     const void *x;
     size_t x_stride;
     int n_tokens;
+    const void *prepared; /* x in the set's prepared form, or NULL */
 } gemm_task;
 
 /* A part is a range of the outputs' rows laid end to end; it may span the
@@ -32,11 +37,58 @@ static void run_gemm(void *p, int part, int n_parts, int worker)
     for (int i = 0; i < t->n_outs && base < r1; i++) {
         const ek_matmul_out *o = &t->outs[i];
         int64_t lo = r0 > base ? r0 - base : 0, hi = r1 - base < o->w->rows ? r1 - base : o->w->rows;
-        if (lo < hi)
+        if (lo < hi && t->prepared)
+            ek_kernels_gemm_prepared(t->ex->kernels, o->w)(o->y, o->y_stride, o->w, lo, hi,
+                                                           t->prepared, t->n_tokens);
+        else if (lo < hi)
             ek_kernels_gemm(t->ex->kernels, o->w)(o->y, o->y_stride, o->w, lo, hi, t->x,
                                                   t->x_stride, t->n_tokens);
         base += o->w->rows;
     }
+}
+
+/* Quantizing the activations to Q8_0 rows, and then preparing them, on the
+ * pool: a prefill chunk's x is large enough that one thread doing it alone
+ * leaves the others waiting. */
+typedef struct act_task {
+    const ek_kernel_set *k;
+    const float *x;
+    char *xq;
+    void *prepared;
+    int64_t cols;
+    size_t qrow;
+    int n_tokens;
+} act_task;
+
+static void run_quantize(void *p, int part, int n_parts, int worker)
+{
+    const act_task *t = p;
+    int64_t t0, t1;
+    (void)worker;
+    pool_split(t->n_tokens, 1, part, n_parts, &t0, &t1);
+    for (int64_t i = t0; i < t1; i++)
+        t->k->quantize_q8_0(t->x + i * t->cols, t->xq + (size_t)i * t->qrow, t->cols);
+}
+
+static void run_prepare(void *p, int part, int n_parts, int worker)
+{
+    const act_task *t = p;
+    (void)worker;
+    t->k->prepare(t->prepared, t->xq, t->qrow, t->n_tokens, t->cols, part, n_parts);
+}
+
+/* Whether every output has a gemm on the set's prepared activations and the
+ * set prepares this many tokens: then they are prepared once, here, instead
+ * of in every gemm call. */
+static size_t prepared_bytes(const ek_exec *ex, const ek_matmul_out *outs, int n_outs,
+                             int n_tokens)
+{
+    const ek_kernel_set *k = ex->kernels;
+    if (!k->prepare || !k->prepared_bytes) return 0;
+    for (int i = 0; i < n_outs; i++)
+        if (!ek_kernels_gemm_prepared(k, outs[i].w)) return 0;
+    size_t bytes = k->prepared_bytes(n_tokens, outs[0].w->cols);
+    return bytes <= ek_prepared_max_bytes(n_tokens, outs[0].w->cols) ? bytes : 0;
 }
 
 void ek_matmul_many(const ek_exec *ex, const float *x, int n_tokens, const ek_matmul_out *outs,
@@ -56,18 +108,26 @@ void ek_matmul_many(const ek_exec *ex, const float *x, int n_tokens, const ek_ma
         }
         total += outs[i].w->rows;
     }
-    gemm_task t = {ex, outs, n_outs, total, x, (size_t)w0->cols * sizeof(float), n_tokens};
+    gemm_task t = {ex, outs, n_outs, total, x, (size_t)w0->cols * sizeof(float), n_tokens, NULL};
+    const int workers = pool_size(ex->pool);
     if (ek_format_of(w0->dtype)->act == ET_Q8_0) {
-        size_t qrow = ek_row_bytes(ET_Q8_0, w0->cols);
-        for (int i = 0; i < n_tokens; i++)
-            ex->kernels->quantize_q8_0(x + (int64_t)i * w0->cols, (char *)qbuf + (size_t)i * qrow,
-                                       w0->cols);
+        const size_t qrow = ek_row_bytes(ET_Q8_0, w0->cols), qbytes = (size_t)n_tokens * qrow;
+        const size_t prep = prepared_bytes(ex, outs, n_outs, n_tokens);
+        act_task a = {ex->kernels, x, qbuf, NULL, w0->cols, qrow, n_tokens};
+        if (prep) {
+            a.prepared = (void *)(((uintptr_t)qbuf + qbytes + 63) & ~(uintptr_t)63);
+            pool_run(ex->pool, run_quantize, &a, n_tokens < workers ? n_tokens : workers);
+            pool_run(ex->pool, run_prepare, &a, workers);
+            t.prepared = a.prepared;
+        } else {
+            run_quantize(&a, 0, 1, 0);
+        }
         t.x = qbuf;
         t.x_stride = qrow;
     }
     /* a few parts per worker, so a late worker's share is picked up */
     int64_t max_parts = (total + ROW_ALIGN - 1) / ROW_ALIGN;
-    int parts = 4 * pool_size(ex->pool);
+    int parts = 4 * workers;
     pool_run(ex->pool, run_gemm, &t, parts < max_parts ? parts : (int)max_parts);
     for (int k = 0; k < n_outs; k++) {
         const ek_matmul_out *o = &outs[k];

@@ -30,6 +30,12 @@ ek_gemm_fn ek_kernels_gemm(const ek_kernel_set *k, const ek_matrix *w)
     return w->layout == EK_LAYOUT_ROWS8 ? k->gemm_rows8[w->dtype] : k->gemm[w->dtype];
 }
 
+ek_gemm_prepared_fn ek_kernels_gemm_prepared(const ek_kernel_set *k, const ek_matrix *w)
+{
+    return w->layout == EK_LAYOUT_ROWS8 ? k->gemm_prepared_rows8[w->dtype]
+                                       : k->gemm_prepared[w->dtype];
+}
+
 ek_to_f32_fn ek_kernels_to_f32(const ek_kernel_set *k, et_dtype dtype)
 {
     return k->to_f32[dtype] ? k->to_f32[dtype] : ek_format_of(dtype)->to_f32;

@@ -65,6 +65,29 @@ typedef void (*ek_glu_fn)(float *g, const float *u, int64_t n, ek_glu_act act);
 /* n elements of a row in some format to fp32 (exact, as formats.h's to_f32). */
 typedef void (*ek_to_f32_fn)(const void *src, float *dst, int64_t n);
 
+/* Prefill's Q8_0 activations prepared once for every matrix that shares
+ * them. A set whose many-token gemms repack the activations (token-major
+ * tiles) would otherwise repack the same x in every call and every row
+ * range of it: once per thread's part, per matrix of Q/K/V or gate/up.
+ *   prepared_bytes: bytes the set's prepared form of n_tokens x cols takes,
+ *                   0 when it does not prepare that many tokens (at most
+ *                   ek_prepared_max_bytes);
+ *   prepare:        writes part `part` of n_parts of that form at xp (64-byte
+ *                   aligned) from x's Q8_0 rows, x_stride bytes apart; the
+ *                   parts may run on different threads;
+ *   gemm_prepared:  as ek_gemm_fn, from the prepared form, same results. */
+typedef size_t (*ek_prepared_bytes_fn)(int n_tokens, int64_t cols);
+typedef void (*ek_prepare_fn)(void *xp, const void *x, size_t x_stride, int n_tokens, int64_t cols,
+                              int part, int n_parts);
+typedef void (*ek_gemm_prepared_fn)(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0,
+                                    int64_t r1, const void *xp, int n_tokens);
+/* The most any set's prepared form of n_tokens x cols takes: 40 bytes per
+ * token and block of 32, tokens counted in whole 32s. */
+static inline size_t ek_prepared_max_bytes(int n_tokens, int64_t cols)
+{
+    return (size_t)(n_tokens + 31) / 32 * 32 * (size_t)(cols / 32) * 40;
+}
+
 typedef struct ek_kernel_set {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
     ek_gemm_fn gemm[ET_DTYPE_COUNT];
@@ -83,10 +106,19 @@ typedef struct ek_kernel_set {
     /* gemms for the eight-row interleaved layout (rows8.h); NULL where the
      * set has none, and then the loader keeps the row layout */
     ek_gemm_fn gemm_rows8[ET_DTYPE_COUNT];
+    /* prepared activations (above); NULL where the set has none */
+    ek_prepared_bytes_fn prepared_bytes;
+    ek_prepare_fn prepare;
+    ek_gemm_prepared_fn gemm_prepared[ET_DTYPE_COUNT];
+    ek_gemm_prepared_fn gemm_prepared_rows8[ET_DTYPE_COUNT];
 } ek_kernel_set;
+/* The initializers of the prepared fields for a set without them. */
+#define EK_NO_PREPARED NULL, NULL, {0}, {0}
 
 /* The set's gemm for w's format and layout (NULL if it has none). */
 ek_gemm_fn ek_kernels_gemm(const ek_kernel_set *k, const ek_matrix *w);
+/* Its gemm on prepared activations for w, NULL if it has none. */
+ek_gemm_prepared_fn ek_kernels_gemm_prepared(const ek_kernel_set *k, const ek_matrix *w);
 
 /* The set's conversion of `dtype` rows to fp32, never NULL. */
 ek_to_f32_fn ek_kernels_to_f32(const ek_kernel_set *k, et_dtype dtype);

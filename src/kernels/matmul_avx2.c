@@ -287,6 +287,7 @@ static const ek_kernel_set avx2_set = {
     {0}, /* convs: the scalar twins */
     NULL,
     {0}, /* no interleaved-layout gemms: weights keep the row layout */
+    EK_NO_PREPARED,
 };
 
 const ek_kernel_set *ek_kernels_avx2(void) { return &avx2_set; }

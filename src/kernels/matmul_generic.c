@@ -158,6 +158,7 @@ static const ek_kernel_set scalar_set = {
     {0}, /* convs: the scalar twins */
     NULL,
     {[ET_Q8_0] = ek_gemm_rows8_q8_0_scalar, [ET_Q4_0] = ek_gemm_rows8_q4_0_scalar},
+    EK_NO_PREPARED,
 };
 
 const ek_kernel_set *ek_kernels_scalar(void) { return &scalar_set; }

@@ -247,6 +247,7 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
         {0}, /* convs: the scalar twins */                                                     \
         NULL,                                                                                  \
         {0}, /* no interleaved-layout gemms: weights keep the row layout */                    \
+        EK_NO_PREPARED,                                                                        \
     };
 NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot, ek_gemm_kquant_neon_sdot)
 NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull, ek_gemm_kquant_neon_mull)

@@ -42,9 +42,16 @@ void attn_chunk(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, 
                 int32_t n, const float *q, const float *k_new, const float *v_new, float *out,
                 float *scratch);
 
+/* attn_chunk for the chunk's queries [t0, t1) only (their outputs bit for
+ * bit those of attn_chunk): threads split a chunk's queries too. */
+void attn_chunk_rows(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, int64_t p0,
+                     int32_t n, int32_t t0, int32_t t1, const float *q, const float *k_new,
+                     const float *v_new, float *out, float *scratch);
+
 /* attn_chunk over all kv heads, split over the pool's workers by whole kv
- * heads (with their query heads), so each cached K/V row is read by one
- * worker only. Worker w uses scratch + w * scratch_stride (at least
+ * heads (with their query heads) and, for a chunk of many queries, by
+ * ranges of them: a cached K/V row is then read by every worker with a range
+ * of its kv head. Worker w uses scratch + w * scratch_stride (at least
  * attn_scratch_floats() floats each). */
 void attn_run(ember_pool *pool, const kv_layer *L, const attn_shape *s, int64_t p0, int32_t n,
               const float *q, const float *k_new, const float *v_new, float *out, float *scratch,
