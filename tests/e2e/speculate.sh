@@ -44,6 +44,9 @@ check_identity speculate_sampled_equals_plain 0.8 1,2,3,4,5,6,7,8
 # back as well as fed through)
 check_identity speculate_draft_model_greedy_equals_plain 0 1,3,8 --draft "$model" --draft-dtype q4_0
 check_identity speculate_draft_model_sampled_equals_plain 0.8 2,5 --draft "$model" --draft-dtype q4_0
+# and models/demo-draft, the small model trained beside the demo with its
+# recipe and tokenizer (the shipped draft: it disagrees more often)
+check_identity speculate_trained_draft_greedy_equals_plain 0 2,4 --draft models/demo-draft
 
 prompt='The tool get_weather takes a city. User: weather in Paris? Assistant: get_weather(city="Paris"). User: and Paris again? Assistant: get_weather('
 plain=$("$EMBER" generate -m "$model" --greedy -n 40 -p "$prompt" 2>/dev/null)
