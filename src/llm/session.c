@@ -55,7 +55,8 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
     s->m = model;
     s->p = p;
     s->exec.kernels = model->kernels;
-    ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
+    /* on the onnx backend ORT's own threads run the step */
+    ember_status st = p.n_threads > 1 && !model->onnx ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
     kv_shape shape;
     spark_kv_shape(&model->cfg, &shape);
     if (!st && model->onnx) {

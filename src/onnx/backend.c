@@ -23,6 +23,7 @@ ember_status onnx_backend_open(const spark_config *c, const char *backend, const
         b->dir = strdup(backend + 5);
         b->runtime = strdup(runtime ? runtime : DEFAULT_RUNTIME);
         b->context = info.context;
+        b->prefill_chunk = info.prefill_chunk;
     }
     if (!b || !b->dir || !b->runtime) {
         onnx_backend_free(b);

@@ -13,6 +13,7 @@ typedef struct onnx_backend {
     char *dir;      /* the exported folder */
     char *runtime;  /* the libonnxruntime to load */
     int32_t context; /* the graph's context bucket */
+    int32_t prefill_chunk; /* tokens per prefill graph run; 0: no prefill graph */
 } onnx_backend;
 
 /* Parses backend (NULL, "cpu" or "onnx:DIR") for a model with config c:

@@ -8,6 +8,8 @@
 #include "base/pool.h"
 #include "base/status.h"
 #include "llm/batch.h"
+#include "llm/spark.h"
+#include "onnx/backend.h"
 #include "serve/format.h"
 #include "serve/prefix_cache.h"
 #include "generate/textgen.h"
@@ -46,7 +48,7 @@ struct sv_engine {
     const et_tokenizer *tok;
     sv_engine_params p;
     sv_metrics *metrics;
-    llm_batch *batch;
+    llm_batch *batch;   /* NULL on the onnx backend */
     sv_prefix_cache *prefix;
     pthread_t thread;
     int started;
@@ -66,6 +68,11 @@ struct sv_engine {
     int *row_slot;
     float *logits;      /* vocab: the sampler works on a copy */
     int decode_step_id; /* stats: the batched decode call's series */
+    /* the onnx backend: each sequence's session holds its own ORT graphs
+     * and caches (per-slot state); finished ones wait here, reset, for the
+     * next sequence, so the graphs are loaded once per slot, not per request */
+    ember_session **idle;
+    int n_idle;
 };
 
 size_t sv_engine_kv_bytes(const sv_engine *e, int32_t n_tokens)
@@ -100,7 +107,11 @@ static int on_event(void *user, const et_toolcall_event *ev)
 static void release_slot(sv_engine *e, int i)
 {
     slot *s = &e->slots[i];
-    if (s->keep && s->s) {
+    if (!e->batch && s->s) {
+        ember_session_reset(s->s);
+        e->idle[e->n_idle++] = s->s;
+        free(s->held);
+    } else if (s->keep && s->s) {
         sv_prefix_cache_put(e->prefix, s->s, s->held, s->n_held, s->snaps, s->n_snaps);
     } else {
         ember_session_free(s->s);
@@ -227,7 +238,12 @@ static int start_slot(sv_engine *e, slot *s)
     sp.kv_type = e->p.kv_type;
     et_textgen_params gp = j->gp;
     gp.stats = e->p.stats;
-    if (ember_session_create(e->m, &sp, &s->s) ||
+    if (!e->batch) { /* onnx: ORT runs the step on the engine's threads */
+        sp.max_context = e->p.ctx;
+        sp.n_threads = e->p.n_threads;
+        if (e->n_idle) s->s = e->idle[--e->n_idle];
+    }
+    if ((!s->s && ember_session_create(e->m, &sp, &s->s)) ||
         et_textgen_create(e->tok, ember_model_vocab_size(e->m), &gp, on_event, j, &s->gen) ||
         et_textgen_begin(s->gen, j->prompt, j->n_prompt)) {
         fail_job(j, 500, "server_error", NULL, ember_last_error());
@@ -298,6 +314,26 @@ static void admit(sv_engine *e)
     }
 }
 
+/* The onnx backend's decode: each row's session runs its own step through
+ * ORT, one after the other (no batch: a graph takes one token), then
+ * samples; a failing row ends alone. */
+static void decode_each(sv_engine *e, int n)
+{
+    for (int r = 0; r < n; r++) {
+        slot *s = &e->slots[e->row_slot[r]];
+        double t_step = ember_stats_start(e->p.stats);
+        if (ember_session_decode(s->s, e->ids[r])) {
+            fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+            s->over = 1;
+            continue;
+        }
+        ember_stats_stop(e->p.stats, e->decode_step_id, t_step);
+        s->held[s->n_held++] = e->ids[r];
+        s->over = sample(e, s) != 0;
+        ember_stats_stop(e->p.stats, EMBER_STAT_TOKEN, t_step);
+    }
+}
+
 /* One engine step over the admitted sequences (no lock held). Returns the
  * tokens it ran: 0 when every sequence waits for its reader. */
 static int step(sv_engine *e)
@@ -333,10 +369,13 @@ static int step(sv_engine *e)
                 size_t left = j->n_prompt - s->prefilled;
                 size_t n = left < (size_t)e->p.prefill_piece ? left : (size_t)e->p.prefill_piece;
                 /* a piece ends at the next message boundary, to snapshot it */
-                if (s->next_bound < j->n_bounds && (size_t)j->bounds[s->next_bound] - s->prefilled < n)
+                if (e->batch && s->next_bound < j->n_bounds &&
+                    (size_t)j->bounds[s->next_bound] - s->prefilled < n)
                     n = (size_t)j->bounds[s->next_bound] - s->prefilled;
                 double t0 = ember_stats_start(e->p.stats);
-                ember_status st = llm_batch_prefill(e->batch, s->s, s->job->prompt + s->prefilled, n);
+                const int32_t *ids = s->job->prompt + s->prefilled;
+                ember_status st = e->batch ? llm_batch_prefill(e->batch, s->s, ids, n)
+                                           : ember_session_prefill(s->s, ids, n);
                 if (e->p.stats) s->prefill_ms += ember_clock_ms() - t0;
                 if (st) {
                     fail_job(s->job, 500, "server_error", NULL, ember_last_error());
@@ -384,6 +423,11 @@ static int step(sv_engine *e)
             e->row_slot[n++] = i;
         }
     double t_step = ember_stats_start(e->p.stats);
+    const int n_onnx = e->batch ? 0 : n;
+    if (n_onnx) {
+        decode_each(e, n);
+        n = 0; /* sampled there */
+    }
     ember_status decoded = n ? llm_batch_decode(e->batch, e->rows, e->ids, n) : EMBER_OK;
     if (n) ember_stats_stop(e->p.stats, e->decode_step_id, t_step);
     if (decoded) {
@@ -403,7 +447,7 @@ static int step(sv_engine *e)
      * that one was already looked at */
     for (int i = e->n_slots - 1; i >= 0; i--)
         if (e->slots[i].over) release_slot(e, i);
-    return ran + n + verified;
+    return ran + n + verified + n_onnx;
 }
 
 /* Waits on the engine's condition for at most IDLE_WAIT_S. Under mu. */
@@ -488,13 +532,30 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
     e->p = *p;
     e->metrics = metrics;
     if (!e->p.kv_budget) e->p.kv_budget = (size_t)p->max_seqs * sv_engine_kv_bytes(e, p->ctx);
+    if (model->onnx) {
+        /* the ORT caches live in each session's host loop: the prefix
+         * cache's native KV snapshots cannot resume them */
+        e->p.prefix_cache_bytes = 0;
+        e->p.prefix_cache_dir = NULL;
+        /* prompt pieces in whole prefill chunks, so a prompt runs through
+         * the graphs exactly as one ember_session_prefill call runs it */
+        const int32_t chunk = model->onnx->prefill_chunk;
+        if (chunk > 1) e->p.prefill_piece = p->prefill_piece < chunk ? chunk : p->prefill_piece / chunk * chunk;
+    }
     pthread_mutex_init(&e->mu, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cv, &attr);
     pthread_condattr_destroy(&attr);
-    ember_status st = llm_batch_create(model, p->max_seqs, p->n_threads, &e->batch);
+    ember_status st = EMBER_OK;
+    if (model->onnx && p->draft_max)
+        st = ember_fail(EMBER_ERR_UNSUPPORTED, "engine: speculative decoding is not available with the onnx "
+                        "backend (its graph runs one token per step)");
+    else if (model->onnx)
+        e->idle = calloc((size_t)p->max_seqs, sizeof *e->idle);
+    else
+        st = llm_batch_create(model, p->max_seqs, p->n_threads, &e->batch);
     if (!st) {
         e->queue = calloc((size_t)p->max_queue, sizeof *e->queue);
         e->slots = calloc((size_t)p->max_seqs, sizeof *e->slots);
@@ -502,11 +563,12 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
         e->ids = calloc((size_t)p->max_seqs, sizeof *e->ids);
         e->row_slot = calloc((size_t)p->max_seqs, sizeof *e->row_slot);
         e->logits = calloc((size_t)ember_model_vocab_size(model), sizeof *e->logits);
-        e->prefix = sv_prefix_cache_create(p->prefix_cache_bytes, 64, metrics);
-        if (!e->queue || !e->slots || !e->rows || !e->ids || !e->row_slot || !e->logits || !e->prefix)
+        e->prefix = sv_prefix_cache_create(e->p.prefix_cache_bytes, 64, metrics);
+        if (!e->queue || !e->slots || !e->rows || !e->ids || !e->row_slot || !e->logits || !e->prefix ||
+            (model->onnx && !e->idle))
             st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
-        if (!st && p->prefix_cache_dir)
-            st = sv_prefix_cache_persist(e->prefix, p->prefix_cache_dir, model, p->kv_type, NULL, NULL);
+        if (!st && e->p.prefix_cache_dir)
+            st = sv_prefix_cache_persist(e->prefix, e->p.prefix_cache_dir, model, p->kv_type, NULL, NULL);
         /* the batched decode call as a whole, beside its layer types */
         e->decode_step_id = p->stats ? ember_stats_find(p->stats, "decode_step") : -1;
         if (!st && p->stats && e->decode_step_id < 0)
@@ -550,6 +612,8 @@ void sv_engine_free(sv_engine *e)
     if (!e) return;
     sv_engine_shutdown(e);
     llm_batch_free(e->batch);
+    for (int i = 0; i < e->n_idle; i++) ember_session_free(e->idle[i]);
+    free(e->idle);
     sv_prefix_cache_free(e->prefix);
     free(e->queue);
     free(e->slots);

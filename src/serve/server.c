@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include "base/status.h"
+#include "llm/spark.h"
+#include "onnx/backend.h"
 
 void sv_server_params_default(sv_server_params *p)
 {
@@ -64,6 +66,8 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
                                p->kv_budget, p->kv_type, 256, p->prefix_cache_bytes, p->stats,
                                p->prefix_cache_dir, p->draft_max};
         if (ep.ctx > ember_model_max_positions(s->model)) ep.ctx = ember_model_max_positions(s->model);
+        /* an exported graph's context bucket is as far as its sessions go */
+        if (s->model->onnx && ep.ctx > s->model->onnx->context) ep.ctx = s->model->onnx->context;
         s->p.ctx = ep.ctx;
         st = sv_engine_create(s->model, s->tok, &ep, &s->metrics, &s->engine);
     }

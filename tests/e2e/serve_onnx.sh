@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `ember serve --backend onnx:DIR` on the demo model's exported graphs: each
+# sequence's session runs its steps through ONNX Runtime (per-slot ORT
+# state, one step after the other: no batch). Its greedy replies, asked
+# three at a time of a two-slot server (so a finished slot's session is
+# reset and reused), are the native server's, and a completion's text is
+# what `ember generate --backend onnx:DIR` prints. The bucket caps the
+# served context; speculation and unknown providers are refused clearly.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
+if [ ! -f models/demo/model.safetensors ]; then echo "SKIP serve_onnx (models/demo has no weights)"; exit 0; fi
+tmp=$(mktemp -d)
+SPID=""
+cleanup() { [ -n "$SPID" ] && kill -9 $SPID 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+if ! lib=$(tests/onnx/install.sh 2>"$tmp/install.err"); then
+  echo "SKIP serve_onnx ($(cat "$tmp/install.err"))"; exit 0
+fi
+# 8-token prefill chunks: the prompts below run as chunks and then steps
+"$EMBER" export onnx -m models/demo -o "$tmp/g" --context 256 --prefill-chunk 8 >/dev/null ||
+  { fail serve_onnx_export; exit 1; }
+onnx=(--backend "onnx:$tmp/g" --onnx-runtime "$lib")
+
+# ask TAG: the requests, sent together; each reply's text in $tmp/TAG.N
+ask() {
+  local i=0 body pids=()
+  for body in \
+    '{"model":"demo","messages":[{"role":"user","content":"What is the weather in Paris?"}],"max_tokens":40,"temperature":0}' \
+    '{"model":"demo","messages":[{"role":"user","content":"Hello there"}],"max_tokens":40,"temperature":0,"stream":true}' \
+    '{"model":"demo","prompt":"The weather in Paris","max_tokens":24,"temperature":0}' \
+    '{"model":"demo","messages":[{"role":"user","content":"Tell me about chess openings."}],"max_tokens":48,"temperature":0}'; do
+    local path=/v1/chat/completions; grep -q '"prompt"' <<<"$body" && path=/v1/completions
+    curl -s -H 'Content-Type: application/json' --data-binary "$body" "$BASE$path" >"$tmp/$1.raw.$i" &
+    pids+=($!); i=$((i + 1))
+  done
+  wait "${pids[@]}"
+  for i in 0 1 2 3; do
+    $PY - "$tmp/$1.raw.$i" >"$tmp/$1.$i" <<'PY'
+import json, sys
+raw = open(sys.argv[1]).read()
+if raw.startswith("data: "):  # a stream: the deltas joined
+    parts = [json.loads(e[6:]) for e in raw.strip().split("\n\n") if e != "data: [DONE]"]
+    print("".join(c["delta"].get("content") or "" for p in parts for c in p["choices"]))
+else:
+    c = json.loads(raw)["choices"][0]
+    print(c["text"] if "text" in c else json.dumps(c["message"], sort_keys=True))
+PY
+  done
+}
+
+for run in native onnx; do
+  args=(); [ $run = onnx ] && args=("${onnx[@]}")
+  if ! start_server "$tmp/$run.log" -m models/demo --threads 1 --max-seqs 2 --profile off "${args[@]}"; then
+    fail "serve_onnx_starts_$run" "$(cat "$tmp/$run.log")"; exit 1
+  fi
+  ask $run
+  [ $run = onnx ] && ctx=$(curl -s "$BASE/v1/models" | grep -o '"max_model_len": *[0-9]*' | grep -o '[0-9]*$')
+  stop_server
+done
+same=1
+for i in 0 1 2 3; do
+  if [ ! -s "$tmp/native.$i" ] || ! cmp -s "$tmp/native.$i" "$tmp/onnx.$i"; then
+    same=0; fail "serve_onnx_reply_$i" "native: $(cat "$tmp/native.$i")" "onnx:   $(cat "$tmp/onnx.$i")"
+  fi
+done
+[ $same = 1 ] && pass serve_onnx_replies_equal_native
+gen=$("$EMBER" generate -m models/demo -p "The weather in Paris" -n 24 --greedy --threads 1 "${onnx[@]}" 2>/dev/null)
+if [ -n "$gen" ] && [ "$gen" = "$(cat "$tmp/onnx.2")" ]; then pass serve_onnx_completion_equals_generate
+else fail serve_onnx_completion_equals_generate "generate: $gen" "serve:    $(cat "$tmp/onnx.2")"; fi
+if [ "$ctx" = 256 ]; then pass serve_onnx_context_is_the_bucket; else fail serve_onnx_context_is_the_bucket "max_model_len $ctx"; fi
+
+expect_error serve_onnx_refuses_speculation "not available with the onnx backend" \
+  "$EMBER" serve -m models/demo --port 0 --speculate ngram "${onnx[@]}"
+exit $e2e_failed
