@@ -73,8 +73,16 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
     }
     if (!st && p->tts_dir) {
         sv_speech_params sp = {p->tts_dir, p->tts_weight_type, p->n_threads, 0, p->timeout_s, 0,
-                               p->tts_max_frames, p->tts_calibration, p->tts_voices};
-        st = sv_speech_create(&sp, &s->metrics, &s->speech);
+                               p->tts_max_frames, p->tts_calibration, p->tts_voices, NULL,
+                               p->model.onnx_runtime};
+        if (p->tts_backend && strcmp(p->tts_backend, "cpu")) {
+            if (strncmp(p->tts_backend, "onnx:", 5) || !p->tts_backend[5])
+                st = ember_fail(EMBER_ERR_INVALID_ARG, "tts backend '%s': expected cpu or onnx:DIR", p->tts_backend);
+            sp.onnx_dir = p->tts_backend + 5;
+            /* the calibration timed this machine's native steps */
+            sp.calibration = NULL;
+        }
+        if (!st) st = sv_speech_create(&sp, &s->metrics, &s->speech);
     }
     if (!st) st = sv_http_start(s);
     if (st) {

@@ -6,6 +6,8 @@
 # reset and reused), are the native server's, and a completion's text is
 # what `ember generate --backend onnx:DIR` prints. The bucket caps the
 # served context; speculation and unknown providers are refused clearly.
+# With --tts and --tts-backend onnx:DIR the speech endpoint's talker and
+# predictor run on ORT too: the native server's WAV (within one s16 step).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 if [ ! -f models/demo/model.safetensors ]; then echo "SKIP serve_onnx (models/demo has no weights)"; exit 0; fi
@@ -20,6 +22,12 @@ fi
 "$EMBER" export onnx -m models/demo -o "$tmp/g" --context 256 --prefill-chunk 8 >/dev/null ||
   { fail serve_onnx_export; exit 1; }
 onnx=(--backend "onnx:$tmp/g" --onnx-runtime "$lib")
+tts=(); tts_onnx=()
+if [ -f models/tts-tiny/speech_tokenizer/model.safetensors ]; then
+  "$EMBER" export onnx -m models/tts-tiny -o "$tmp/t" --context 128 --prefill-chunk 8 >/dev/null ||
+    fail serve_onnx_export_tts
+  tts=(--tts models/tts-tiny); tts_onnx=(--tts-backend "onnx:$tmp/t")
+fi
 
 # ask TAG: the requests, sent together; each reply's text in $tmp/TAG.N
 ask() {
@@ -49,11 +57,13 @@ PY
 }
 
 for run in native onnx; do
-  args=(); [ $run = onnx ] && args=("${onnx[@]}")
+  args=("${tts[@]}"); [ $run = onnx ] && args+=("${onnx[@]}" "${tts_onnx[@]}")
   if ! start_server "$tmp/$run.log" -m models/demo --threads 1 --max-seqs 2 --profile off "${args[@]}"; then
     fail "serve_onnx_starts_$run" "$(cat "$tmp/$run.log")"; exit 1
   fi
   ask $run
+  [ ${#tts[@]} -gt 0 ] && curl -s -o "$tmp/$run.wav" -H 'Content-Type: application/json' "$BASE/v1/audio/speech" \
+    --data-binary '{"model":"tts-tiny","input":"Hello from ember, over HTTP.","voice":"ryan","seed":7,"max_frames":30}'
   [ $run = onnx ] && ctx=$(curl -s "$BASE/v1/models" | grep -o '"max_model_len": *[0-9]*' | grep -o '[0-9]*$')
   stop_server
 done
@@ -67,8 +77,20 @@ done
 gen=$("$EMBER" generate -m models/demo -p "The weather in Paris" -n 24 --greedy --threads 1 "${onnx[@]}" 2>/dev/null)
 if [ -n "$gen" ] && [ "$gen" = "$(cat "$tmp/onnx.2")" ]; then pass serve_onnx_completion_equals_generate
 else fail serve_onnx_completion_equals_generate "generate: $gen" "serve:    $(cat "$tmp/onnx.2")"; fi
+if [ ${#tts[@]} -gt 0 ]; then
+  if $PY -c '
+import sys, numpy as np
+a, b = (open(p, "rb").read() for p in sys.argv[1:3])
+x, y = (np.frombuffer(v[44:], "<i2").astype(int) for v in (a, b))
+sys.exit(0 if a[:4] == b"RIFF" and a[:44] == b[:44] and len(x) == len(y) > 0 and np.abs(x - y).max() <= 1 else 1)' \
+    "$tmp/native.wav" "$tmp/onnx.wav"; then pass serve_onnx_speech_equals_native
+  else fail serve_onnx_speech_equals_native "$(head -c 200 "$tmp/onnx.wav")"; fi
+fi
 if [ "$ctx" = 256 ]; then pass serve_onnx_context_is_the_bucket; else fail serve_onnx_context_is_the_bucket "max_model_len $ctx"; fi
 
 expect_error serve_onnx_refuses_speculation "not available with the onnx backend" \
   "$EMBER" serve -m models/demo --port 0 --speculate ngram "${onnx[@]}"
+[ ${#tts[@]} -gt 0 ] && expect_error serve_onnx_tts_backend_spark_folder "not a qwen3_tts export" \
+  "$EMBER" serve -m models/tiny --port 0 --profile off "${tts[@]}" --tts-backend "onnx:$tmp/g" --onnx-runtime "$lib"
+expect_error serve_onnx_tts_backend_bad_value "bad value 'gpu'" "$EMBER" serve -m models/tiny --tts-backend gpu
 exit $e2e_failed
