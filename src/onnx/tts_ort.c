@@ -235,7 +235,7 @@ static void run_reset(tts_ort *o, step_run *r)
     for (int32_t j = 0; j < r->lay.slots; j++) put(o, r->mask, (size_t)j, SPARK_ONNX_MASK_OFF);
 }
 
-ember_status tts_ort_open(const tts_config *c, const char *dir, const char *ort_lib, int threads,
+ember_status tts_ort_open(const tts_config *c, const char *dir, const ort_choice *rt, int threads,
                           tts_ort **out)
 {
     *out = NULL;
@@ -249,7 +249,7 @@ ember_status tts_ort_open(const tts_config *c, const char *dir, const char *ort_
     o->n_runs = chunk ? 3 : 2;
     for (int k = 0; k < o->n_runs && !st; k++)
         st = tts_step_layout_of(c, (tts_graph_kind)k, context, chunk, form, &o->run[k].lay);
-    if (!st) st = ort_runtime_open(ort_lib, &o->rt);
+    if (!st) st = ort_runtime_open_choice(rt, &o->rt);
     /* the talker first: the chunk binds its caches */
     for (int k = 0; k < o->n_runs && !st; k++) st = run_open(o, &o->run[k], dir, threads);
     if (st) {

@@ -238,7 +238,7 @@ static int start_slot(sv_engine *e, slot *s)
     sp.kv_type = e->p.kv_type;
     et_textgen_params gp = j->gp;
     gp.stats = e->p.stats;
-    if (!e->batch) { /* onnx: ORT runs the step on the engine's threads */
+    if (!e->batch) { /* onnx: ORT runs the step on its intra-op threads */
         sp.max_context = e->p.ctx;
         sp.n_threads = e->p.n_threads;
         if (e->n_idle) s->s = e->idle[--e->n_idle];
@@ -514,6 +514,18 @@ int sv_engine_submit(sv_engine *e, sv_job *j, sv_error *err)
     return rc;
 }
 
+/* The onnx backend's first slot session, opened at start. */
+static ember_status open_onnx_session(sv_engine *e)
+{
+    ember_session_params sp = ember_session_default_params();
+    sp.max_context = e->p.ctx;
+    sp.n_threads = e->p.n_threads;
+    sp.prefill_chunk = 1;
+    ember_status st = ember_session_create(e->m, &sp, &e->idle[0]);
+    if (!st) e->n_idle = 1;
+    return st;
+}
+
 ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
                               const sv_engine_params *p, sv_metrics *metrics, sv_engine **out)
 {
@@ -552,8 +564,10 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
     if (model->onnx && p->draft_max)
         st = ember_fail(EMBER_ERR_UNSUPPORTED, "engine: speculative decoding is not available with the onnx "
                         "backend (its graph runs one token per step)");
+    else if (model->onnx && !(e->idle = calloc((size_t)p->max_seqs, sizeof *e->idle)))
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
     else if (model->onnx)
-        e->idle = calloc((size_t)p->max_seqs, sizeof *e->idle);
+        st = open_onnx_session(e); /* a folder or provider ORT refuses fails here, not per request */
     else
         st = llm_batch_create(model, p->max_seqs, p->n_threads, &e->batch);
     if (!st) {

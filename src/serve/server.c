@@ -74,7 +74,7 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
     if (!st && p->tts_dir) {
         sv_speech_params sp = {p->tts_dir, p->tts_weight_type, p->n_threads, 0, p->timeout_s, 0,
                                p->tts_max_frames, p->tts_calibration, p->tts_voices, NULL,
-                               p->model.onnx_runtime};
+                               p->model.onnx_runtime, p->model.onnx_provider, p->model.onnx_options};
         if (p->tts_backend && strcmp(p->tts_backend, "cpu")) {
             if (strncmp(p->tts_backend, "onnx:", 5) || !p->tts_backend[5])
                 st = ember_fail(EMBER_ERR_INVALID_ARG, "tts backend '%s': expected cpu or onnx:DIR", p->tts_backend);

@@ -285,6 +285,25 @@ PY
   tts_checks "$lib"
   expect_error generate_backend_missing_runtime "cannot load" "$EMBER" generate -m models/tiny -p hi -n 2 \
     --backend "onnx:$tmp/x" --onnx-runtime "$tmp/none.so"
+  # execution providers: one this CPU build lacks is named with the
+  # library's own (the by-name call for qnn, CUDA's own entry points), a
+  # provider option needs a provider, and session config entries reach ORT
+  # (disabling the CPU fallback with no other provider refuses the graph)
+  tiny_onnx=(generate -m models/tiny -p hi -n 2 --backend "onnx:$tmp/x" --onnx-runtime "$lib")
+  expect_error onnx_provider_qnn_missing "execution provider 'qnn' (QNN) cannot be added" "$EMBER" "${tiny_onnx[@]}" \
+    --onnx-provider qnn --onnx-option backend_path=libQnnHtp.so
+  expect_error onnx_provider_lists_the_library_s "(this library has: " "$EMBER" "${tiny_onnx[@]}" --onnx-provider qnn
+  expect_error onnx_provider_cuda_missing "execution provider 'cuda' (CUDA) cannot be added" "$EMBER" "${tiny_onnx[@]}" \
+    --onnx-provider cuda --onnx-option device_id=0
+  expect_error onnx_option_needs_provider "name the provider" "$EMBER" "${tiny_onnx[@]}" --onnx-option backend_path=x
+  expect_error onnx_option_malformed "bad value 'backend_path'" "$EMBER" "${tiny_onnx[@]}" --onnx-option backend_path
+  expect_error onnx_session_option_applied "fallback to CPU EP has been explicitly disabled" "$EMBER" "${tiny_onnx[@]}" \
+    --onnx-option session.intra_op.allow_spinning=0 --onnx-option session.disable_cpu_ep_fallback=1
+  expect_ok onnx_provider_cpu_with_session_option "$EMBER" "${tiny_onnx[@]}" --onnx-provider CPU \
+    --onnx-option session.intra_op.allow_spinning=0
+  expect_error tts_onnx_provider_qnn_missing "execution provider 'qnn' (QNN) cannot be added" "$EMBER" tts-codes \
+    -m models/tts-tiny --text hi --speaker ryan --max-frames 2 --backend "onnx:$tmp/tts" --onnx-runtime "$lib" \
+    --onnx-provider qnn
 fi
 expect_error generate_backend_missing_dir "manifest.json" "$EMBER" generate -m models/tiny -p hi -n 2 --backend "onnx:$tmp/none"
 expect_error generate_backend_unknown "bad value 'gpu'" "$EMBER" generate -m models/tiny -p hi -n 2 --backend gpu

@@ -2,10 +2,11 @@
 # `ember serve --backend onnx:DIR` on the demo model's exported graphs: each
 # sequence's session runs its steps through ONNX Runtime (per-slot ORT
 # state, one step after the other: no batch). Its greedy replies, asked
-# three at a time of a two-slot server (so a finished slot's session is
+# four at once of a two-slot server (so a finished slot's session is
 # reset and reused), are the native server's, and a completion's text is
 # what `ember generate --backend onnx:DIR` prints. The bucket caps the
-# served context; speculation and unknown providers are refused clearly.
+# served context; speculation and a provider the library lacks are refused
+# at start; --threads sets ORT's intra-op threads.
 # With --tts and --tts-backend onnx:DIR the speech endpoint's talker and
 # predictor run on ORT too: the native server's WAV (within one s16 step).
 source "$(dirname "$0")/lib.sh"
@@ -88,6 +89,18 @@ sys.exit(0 if a[:4] == b"RIFF" and a[:44] == b[:44] and len(x) == len(y) > 0 and
 fi
 if [ "$ctx" = 256 ]; then pass serve_onnx_context_is_the_bucket; else fail serve_onnx_context_is_the_bucket "max_model_len $ctx"; fi
 
+# --threads is ORT's intra-op threads: each graph session (decode and
+# prefill, opened at start) adds threads-1 workers to the process
+tasks() {
+  start_server "$tmp/th$1.log" -m models/demo --profile off --max-seqs 1 --threads "$1" "${onnx[@]}" &&
+    ls /proc/$SPID/task | wc -l
+  stop_server
+}
+t1=$(tasks 1) t3=$(tasks 3)
+if [ -n "$t1" ] && [ "$((t3 - t1))" = 4 ]; then pass serve_onnx_threads_are_ort_intra_op_threads
+else fail serve_onnx_threads_are_ort_intra_op_threads "tasks with --threads 1: $t1, 3: $t3 (want 4 more)"; fi
+expect_error serve_onnx_provider_missing_at_start "execution provider 'qnn' (QNN) cannot be added" \
+  "$EMBER" serve -m models/demo --port 0 --profile off "${onnx[@]}" --onnx-provider qnn
 expect_error serve_onnx_refuses_speculation "not available with the onnx backend" \
   "$EMBER" serve -m models/demo --port 0 --speculate ngram "${onnx[@]}"
 [ ${#tts[@]} -gt 0 ] && expect_error serve_onnx_tts_backend_spark_folder "not a qwen3_tts export" \
