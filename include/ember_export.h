@@ -22,11 +22,19 @@ typedef enum {
     EMBER_EXPORT_F16,     /* f16 weights, activations and I/O (the NPU's form) */
     EMBER_EXPORT_QDQ8,    /* int8 weights per output channel behind
                              DequantizeLinear; f32 activations and I/O */
-    EMBER_EXPORT_QDQ4     /* int4 weights in blocks of 64 along the input
+    EMBER_EXPORT_QDQ4,    /* int4 weights in blocks of 64 along the input
                              axis (symmetric, int4 zero points) behind
                              DequantizeLinear; f32 activations and I/O;
                              opset 21, IR 10; every weight's input size a
                              multiple of 64 */
+    EMBER_EXPORT_QDQ8A16, /* QDQ8's weights, and the input activation of
+                             every weight MatMul (and the lm head) through a
+                             uint16 QuantizeLinear/DequantizeLinear pair
+                             whose per-tensor scale covers the range a
+                             calibration run of the native model recorded
+                             (calib_ids); f32 graph I/O; opset 21, IR 10.
+                             Spark models only */
+    EMBER_EXPORT_QDQ4A16  /* the same over QDQ4's weights */
 } ember_export_form;
 
 typedef struct ember_export_params {
@@ -37,6 +45,12 @@ typedef struct ember_export_params {
                               [2, context]; 0 writes no prefill graph.
                               default 128 */
     ember_export_form form; /* default EMBER_EXPORT_F32 */
+    const int32_t *calib_ids; /* the a16 forms: token ids the native model
+                                 runs to record each quantized activation's
+                                 min and max (sample prompts, one after the
+                                 other; restarted at the context's end);
+                                 required there, ignored otherwise */
+    size_t n_calib_ids;
 } ember_export_params;
 
 ember_export_params ember_export_default_params(void);

@@ -114,9 +114,8 @@ const char *go_matrix(go_ctx *o, const char *name, int64_t rows, int64_t cols, c
         for (int64_t i = 0; i < n; i++) h[i] = ek_f32_to_f16(data[i]);
         return og_init_raw(o->g, name, OG_FLOAT16, 2, dims, h, 2);
     }
-    if (!quantize || (o->form != SPARK_ONNX_QDQ8 && o->form != SPARK_ONNX_QDQ4))
-        return og_init_f32(o->g, name, 2, dims, data);
-    if (o->form == SPARK_ONNX_QDQ4) return dequantize4(o, name, rows, cols, data);
+    if (!quantize || !spark_onnx_weight_bits(o->form)) return og_init_f32(o->g, name, 2, dims, data);
+    if (spark_onnx_weight_bits(o->form) == 4) return dequantize4(o, name, rows, cols, data);
     char nm[160];
     float *scale = (float *)((char *)o->packed + ((size_t)n + 64) / 64 * 64);
     quantize_columns(data, rows, cols, o->packed, scale);
@@ -161,9 +160,33 @@ const char *go_transpose(go_ctx *o, const char *name, const char *x, int rank, c
                 : og_node(o->g, "Transpose", "transpose", 1, &x, 1, &a);
 }
 
+const char *go_qdq16(go_ctx *o, const char *name, const char *x, float lo, float hi)
+{
+    /* asymmetric over the observed range, widened to hold 0 exactly */
+    lo = fminf(lo, 0.0f);
+    hi = fmaxf(hi, 0.0f);
+    const float scale = hi > lo ? (hi - lo) / 65535.0f : 1.0f;
+    const float z = roundf(-lo / scale);
+    const uint16_t zero = (uint16_t)(z < 0 ? 0 : z > 65535 ? 65535 : z);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s.a16_scale", name);
+    const char *in[3] = {x, og_init_f32(o->g, nm, 0, NULL, &scale), NULL};
+    snprintf(nm, sizeof nm, "%s.a16_zero_point", name);
+    in[2] = og_init_raw(o->g, nm, OG_UINT16, 0, NULL, &zero, sizeof zero);
+    in[0] = og_node(o->g, "QuantizeLinear", name, 3, in, 0, NULL);
+    return og_node(o->g, "DequantizeLinear", name, 3, in, 0, NULL);
+}
+
 const char *go_linear(go_ctx *o, const char *name, const char *x, const ek_matrix *w, const float *b)
 {
     char nm[128];
+    if (o->in_range && spark_onnx_a16(o->form)) {
+        if (x != o->q_src) {
+            o->q_src = x;
+            o->q_out = go_qdq16(o, name, x, o->in_range[0], o->in_range[1]);
+        }
+        x = o->q_out;
+    }
     snprintf(nm, sizeof nm, "%s.weight_t", name);
     const char *y = go_node2(o, "MatMul", name, x, go_weight_t(o, nm, w));
     if (!b) return y;

@@ -265,8 +265,7 @@ ember_status spark_ort_open(const spark_config *c, const char *dir, const ort_ch
     if (!st) st = ort_runtime_open_choice(rt, &s->rt);
     /* exact dequantize-then-MatMul for QDQ weights: at higher levels ORT
      * fuses DQ->MatMul into MatMulNBits, which quantizes activations */
-    const int level = info.form == SPARK_ONNX_QDQ8 || info.form == SPARK_ONNX_QDQ4 ? ORT_OPTIMIZE_BASIC
-                                                                             : ORT_OPTIMIZE_ALL;
+    const int level = spark_onnx_weight_bits(info.form) ? ORT_OPTIMIZE_BASIC : ORT_OPTIMIZE_ALL;
     if (!st) st = ort_graph_load(s->rt, paths.model, threads, level, &s->step.g);
     if (!st) st = bind_run(s, &s->step);
     if (!st && s->chunk.T) st = ort_graph_load(s->rt, paths.prefill, threads, level, &s->chunk.g);

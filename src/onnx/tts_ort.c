@@ -167,8 +167,7 @@ static ember_status run_open(tts_ort *o, step_run *r, const char *dir, int threa
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, tts_graph_file(r->lay.kind)) >= sizeof path)
         return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
     /* exact dequantize-then-MatMul for QDQ weights (see spark_ort.c) */
-    const int level = r->lay.form == SPARK_ONNX_QDQ8 || r->lay.form == SPARK_ONNX_QDQ4 ? ORT_OPTIMIZE_BASIC
-                                                                                 : ORT_OPTIMIZE_ALL;
+    const int level = spark_onnx_weight_bits(r->lay.form) ? ORT_OPTIMIZE_BASIC : ORT_OPTIMIZE_ALL;
     ember_status st = ort_graph_load(o->rt, path, threads, level, &r->g);
     const int ft = es == 2 ? ORT_FLOAT16 : ORT_FLOAT;
     const int64_t Ti = (int64_t)T, ed[2] = {Ti, r->lay.in_dim}, rd[3] = {Ti, 1, (int64_t)half},
