@@ -34,7 +34,11 @@ typedef enum {
                              calibration run of the native model recorded
                              (calib_ids); f32 graph I/O; opset 21, IR 10.
                              Spark models only */
-    EMBER_EXPORT_QDQ4A16  /* the same over QDQ4's weights */
+    EMBER_EXPORT_QDQ4A16, /* the same over QDQ4's weights */
+    EMBER_EXPORT_LPBQ4A16 /* QDQ4A16 with QNN's low-power block quantization:
+                             each 64-block's scale an uint8 integer times an
+                             f32 scale per output channel (a DequantizeLinear
+                             whose output is the int4 weight's scale) */
 } ember_export_form;
 
 typedef struct ember_export_params {

@@ -14,7 +14,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ember export onnx -m MODEL -o DIR [--context 1024] [--prefill-chunk 128]\n"
-               "                         [--dtype f32|f16|qdq8|qdq4|qdq8a16|qdq4a16|T] [--calib FILE]\n"
+               "                         [--dtype f32|f16|qdq8|qdq4|qdq8a16|qdq4a16|lpbq4a16|T]\n"
+               "                         [--calib FILE]\n"
                "       ember export onnx --check DIR\n"
                "  writes DIR/decode.onnx (the decode step, opset 17, static shapes),\n"
                "  DIR/prefill.onnx (a chunk of N prompt tokens), the weights both share in\n"
@@ -29,7 +30,9 @@ static void usage(FILE *f)
                "           DequantizeLinear, f32 activations), qdq4 (int4 weights in blocks\n"
                "           of 64, opset 21), qdq8a16 / qdq4a16 (those weights, and uint16\n"
                "           QDQ on every weight MatMul's input, scaled from a calibration run\n"
-               "           of the native model; opset 21); any other type (q8_0, bf16...)\n"
+               "           of the native model; opset 21), lpbq4a16 (qdq4a16 with each block's\n"
+               "           scale a uint8 integer times a per-channel f32 scale: QNN's LPBQ);\n"
+               "           any other type (q8_0, bf16...)\n"
                "           rounds the weights through it at load and writes f32\n"
                "  --calib FILE: the a16 forms' sample text (prompts, one per line),\n"
                "           tokenized and run through the model (default: a built-in set)\n"
@@ -169,6 +172,7 @@ int cmd_export(int argc, char **argv)
             else if (!strcmp(optarg, "qdq4")) ep.form = EMBER_EXPORT_QDQ4;
             else if (!strcmp(optarg, "qdq8a16")) ep.form = EMBER_EXPORT_QDQ8A16;
             else if (!strcmp(optarg, "qdq4a16")) ep.form = EMBER_EXPORT_QDQ4A16;
+            else if (!strcmp(optarg, "lpbq4a16")) ep.form = EMBER_EXPORT_LPBQ4A16;
             else if (cli_parse_type(optarg, &mp.weight_type)) {
                 fprintf(stderr, "ember export: unknown --dtype '%s'\n", optarg);
                 return 2;
@@ -201,7 +205,7 @@ int cmd_export(int argc, char **argv)
         return 1;
     }
     int32_t *ids = NULL;
-    if ((ep.form == EMBER_EXPORT_QDQ8A16 || ep.form == EMBER_EXPORT_QDQ4A16) &&
+    if (ep.form >= EMBER_EXPORT_QDQ8A16 && ep.form <= EMBER_EXPORT_LPBQ4A16 &&
         calibration_ids(model_dir, calib, &ids, &ep.n_calib_ids)) {
         ember_model_free(model);
         return 1;

@@ -175,7 +175,7 @@ ember_status ember_export_onnx(const ember_model *model, const char *dir,
     ember_status st = spark_decode_layout_of(&model->cfg, p.context, &lay);
     if (!st) st = spark_decode_check_model(model);
     if (st) return st;
-    if (p.form < EMBER_EXPORT_F32 || p.form > EMBER_EXPORT_QDQ4A16)
+    if (p.form < EMBER_EXPORT_F32 || p.form > EMBER_EXPORT_LPBQ4A16)
         return ember_fail(EMBER_ERR_INVALID_ARG, "export: unknown form %d", (int)p.form);
     if (p.prefill_chunk != 0 && (p.prefill_chunk < 2 || p.prefill_chunk > p.context))
         return ember_fail(EMBER_ERR_INVALID_ARG, "export: prefill chunk %d must be 0 or in [2, %d] (the context)",

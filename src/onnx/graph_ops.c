@@ -59,10 +59,29 @@ static void quantize_columns(const float *wt, int64_t cols, int64_t rows, int8_t
         }
 }
 
+/* LPBQ: each column's block scales as uint8 integers u (1..255) times one
+ * f32 scale per column, ch = max block scale / 255, u = round(scale / ch);
+ * scale becomes u * ch, the scale the int4 values are then rounded with. */
+static void lpbq_scales(float *scale, int64_t blocks, int64_t rows, uint8_t *u, float *ch)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        float top = 0;
+        for (int64_t b = 0; b < blocks; b++) top = fmaxf(top, scale[b * rows + r]);
+        ch[r] = top / 255.0f;
+        for (int64_t b = 0; b < blocks; b++) {
+            const float v = roundf(scale[b * rows + r] / ch[r]);
+            u[b * rows + r] = (uint8_t)(v < 1 ? 1 : v > 255 ? 255 : v);
+            scale[b * rows + r] = (float)u[b * rows + r] * ch[r];
+        }
+    }
+}
+
 /* Symmetric int4 in blocks of 64 rows of W^T (the input axis) per column:
- * scale = max|w| / 7 over the block, q in [-7, 7] packed two to a byte in
- * row-major order, the first in the low nibble. */
-static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_t *q, float *scale)
+ * scale = max|w| / 7 over the block (or, with u and ch, its LPBQ form),
+ * q in [-7, 7] packed two to a byte in row-major order, the first in the
+ * low nibble. */
+static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_t *q, float *scale, uint8_t *u,
+                             float *ch)
 {
     const int64_t B = SPARK_ONNX_INT4_BLOCK;
     memset(q, 0, (size_t)((cols * rows + 1) / 2));
@@ -70,8 +89,12 @@ static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_
         for (int64_t r = 0; r < rows; r++) {
             float amax = 0;
             for (int64_t k = b * B; k < (b + 1) * B; k++) amax = fmaxf(amax, fabsf(wt[k * rows + r]));
-            const float sc = amax > 0 ? amax / 7.0f : 1.0f;
-            scale[b * rows + r] = sc;
+            scale[b * rows + r] = amax > 0 ? amax / 7.0f : 1.0f;
+        }
+    if (u) lpbq_scales(scale, cols / B, rows, u, ch);
+    for (int64_t b = 0; b < cols / B; b++)
+        for (int64_t r = 0; r < rows; r++) {
+            const float sc = scale[b * rows + r];
             for (int64_t k = b * B; k < (b + 1) * B; k++) {
                 float v = roundf(wt[k * rows + r] / sc);
                 const int iv = v > 7 ? 7 : v < -7 ? -7 : (int)v;
@@ -82,7 +105,9 @@ static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_
 }
 
 /* The int4 form's DequantizeLinear: weight [K, N], scales and int4 zero
- * points [K/64, N] (QNN reads 4-bit from the zero point's type). */
+ * points [K/64, N] (QNN reads 4-bit from the zero point's type). LPBQ: the
+ * scales are themselves a DequantizeLinear of uint8 [K/64, N] by an f32
+ * scale per column (axis 1), the pattern QNN fuses. */
 static const char *dequantize4(go_ctx *o, const char *name, int64_t rows, int64_t cols,
                                const float *data)
 {
@@ -92,13 +117,26 @@ static const char *dequantize4(go_ctx *o, const char *name, int64_t rows, int64_
     uint8_t *q = o->packed;
     float *scale = (float *)((char *)o->packed + (qbytes + 64) / 64 * 64);
     uint8_t *zero = (uint8_t *)scale + (sbytes + 64) / 64 * 64;
-    quantize_blocks4(data, rows, cols, q, scale);
+    const int lpbq = o->form == SPARK_ONNX_LPBQ4A16;
+    uint8_t *u = zero + ((size_t)(rows / B * cols + 1) / 2 + 64) / 64 * 64;
+    float *ch = (float *)(u + ((size_t)(rows / B * cols) + 64) / 64 * 64);
+    quantize_blocks4(data, rows, cols, q, scale, lpbq ? u : NULL, ch);
     memset(zero, 0, (size_t)(rows / B * cols + 1) / 2);
     char nm[160];
     snprintf(nm, sizeof nm, "%s.int4", name);
     const char *in[3] = {og_init_packed(o->g, nm, OG_INT4, 2, dims, q, qbytes), NULL, NULL};
     snprintf(nm, sizeof nm, "%s.scale", name);
-    in[1] = og_init_f32(o->g, nm, 2, sdims, scale);
+    if (lpbq) {
+        snprintf(nm, sizeof nm, "%s.block_scale_u8", name);
+        const char *sin[2] = {og_init_raw(o->g, nm, OG_UINT8, 2, sdims, u, 1), NULL};
+        snprintf(nm, sizeof nm, "%s.channel_scale", name);
+        sin[1] = og_init_f32(o->g, nm, 1, &cols, ch);
+        const og_attr axis1 = {"axis", OG_ATTR_INT, 1, 0, NULL, 0};
+        snprintf(nm, sizeof nm, "%s.scale", name);
+        in[1] = og_node(o->g, "DequantizeLinear", nm, 2, sin, 1, &axis1);
+    } else {
+        in[1] = og_init_f32(o->g, nm, 2, sdims, scale);
+    }
     snprintf(nm, sizeof nm, "%s.zero_point", name);
     in[2] = og_init_packed(o->g, nm, OG_INT4, 2, sdims, zero, (size_t)(rows / B * cols + 1) / 2);
     const og_attr attrs[2] = {{"axis", OG_ATTR_INT, 0, 0, NULL, 0}, {"block_size", OG_ATTR_INT, B, 0, NULL, 0}};

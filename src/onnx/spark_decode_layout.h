@@ -28,20 +28,22 @@ typedef enum {
     SPARK_ONNX_QDQ8,
     SPARK_ONNX_QDQ4,
     SPARK_ONNX_QDQ8A16,
-    SPARK_ONNX_QDQ4A16
+    SPARK_ONNX_QDQ4A16,
+    SPARK_ONNX_LPBQ4A16 /* int4 blocks whose scales are uint8 integers under
+                           an f32 scale per output channel (QNN's LPBQ), a16 */
 } spark_onnx_form;
 
 /* The bits of the form's quantized weights: 8, 4, or 0 (float). */
 static inline int spark_onnx_weight_bits(spark_onnx_form form)
 {
-    return form == SPARK_ONNX_QDQ8 || form == SPARK_ONNX_QDQ8A16   ? 8
-           : form == SPARK_ONNX_QDQ4 || form == SPARK_ONNX_QDQ4A16 ? 4
-                                                                   : 0;
+    return form == SPARK_ONNX_QDQ8 || form == SPARK_ONNX_QDQ8A16                                    ? 8
+           : form == SPARK_ONNX_QDQ4 || form == SPARK_ONNX_QDQ4A16 || form == SPARK_ONNX_LPBQ4A16 ? 4
+                                                                                                    : 0;
 }
 /* Whether the form quantizes activations to uint16 (needs calibration). */
 static inline int spark_onnx_a16(spark_onnx_form form)
 {
-    return form == SPARK_ONNX_QDQ8A16 || form == SPARK_ONNX_QDQ4A16;
+    return form == SPARK_ONNX_QDQ8A16 || form == SPARK_ONNX_QDQ4A16 || form == SPARK_ONNX_LPBQ4A16;
 }
 
 /* int4 needs DequantizeLinear's block_size and the int4 type, uint16
@@ -72,7 +74,7 @@ typedef struct spark_decode_layout {
 const char *spark_decode_type_name(int type);
 
 const char *spark_onnx_form_name(spark_onnx_form form);
-/* Parses "f32", "f16", "qdq8", "qdq4", "qdq8a16" or "qdq4a16"; non-zero when
+/* Parses "f32", "f16", "qdq8", "qdq4", "qdq8a16", "qdq4a16" or "lpbq4a16"; non-zero when
  * name is none of them. */
 int spark_onnx_form_parse(const char *name, spark_onnx_form *out);
 /* The element type of the graph's float inputs and outputs: 2 bytes (f16)
