@@ -217,4 +217,4 @@ test:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(FUZZ_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TESTU_OBJ:.o=.d) $(BENCH_BIN:%=%.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/tests/unit/%.d)
+-include $(FUZZ_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TESTU_OBJ:.o=.d) $(BENCH_BIN:%=%.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/tests/unit/%.d) $(BUILD)/tests/onnx/onnx_parity.d $(BUILD)/tests/onnx/tts_onnx_parity.d

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
     ember_session *s = NULL;
     spark_ort *ort = NULL;
     if (ember_model_load(o.model, NULL, &m)) return fail(o.model);
-    if (spark_ort_open(&m->cfg, o.dir, o.ort, o.threads, &ort)) return fail(o.dir);
+    if (spark_ort_open(&m->cfg, o.dir, &(ort_choice){o.ort, NULL, NULL}, o.threads, &ort)) return fail(o.dir);
     const int32_t ctx = spark_ort_context(ort), T = spark_ort_chunk_tokens(ort);
     ember_session_params sp = ember_session_default_params();
     sp.max_context = ctx;

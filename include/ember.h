@@ -126,6 +126,17 @@ typedef struct ember_model_params {
     const char *onnx_runtime; /* the libonnxruntime to load for "onnx:DIR"
                                (NULL: "libonnxruntime.so.1" on the loader's
                                search path) */
+    const char *onnx_provider; /* ONNX Runtime's execution provider for
+                               "onnx:DIR": NULL or "cpu": its CPU provider;
+                               else a name SessionOptionsAppendExecutionProvider
+                               takes ("qnn", "coreml", "xnnpack", ...; any case).
+                               A provider the library lacks fails at session
+                               creation, naming it and the library's own */
+    const char *onnx_options; /* NULL, or "key=value" entries separated by ';':
+                               keys starting "session." or "ep." are ORT session
+                               config entries (session.disable_cpu_ep_fallback=1),
+                               the rest the provider's options
+                               (backend_path=libQnnHtp.so) */
 } ember_model_params;
 
 typedef struct ember_model ember_model;

@@ -22,11 +22,23 @@ typedef enum {
     EMBER_EXPORT_F16,     /* f16 weights, activations and I/O (the NPU's form) */
     EMBER_EXPORT_QDQ8,    /* int8 weights per output channel behind
                              DequantizeLinear; f32 activations and I/O */
-    EMBER_EXPORT_QDQ4     /* int4 weights in blocks of 64 along the input
+    EMBER_EXPORT_QDQ4,    /* int4 weights in blocks of 64 along the input
                              axis (symmetric, int4 zero points) behind
                              DequantizeLinear; f32 activations and I/O;
                              opset 21, IR 10; every weight's input size a
                              multiple of 64 */
+    EMBER_EXPORT_QDQ8A16, /* QDQ8's weights, and the input activation of
+                             every weight MatMul (and the lm head) through a
+                             uint16 QuantizeLinear/DequantizeLinear pair
+                             whose per-tensor scale covers the range a
+                             calibration run of the native model recorded
+                             (calib_ids); f32 graph I/O; opset 21, IR 10.
+                             Spark models only */
+    EMBER_EXPORT_QDQ4A16, /* the same over QDQ4's weights */
+    EMBER_EXPORT_LPBQ4A16 /* QDQ4A16 with QNN's low-power block quantization:
+                             each 64-block's scale an uint8 integer times an
+                             f32 scale per output channel (a DequantizeLinear
+                             whose output is the int4 weight's scale) */
 } ember_export_form;
 
 typedef struct ember_export_params {
@@ -41,6 +53,12 @@ typedef struct ember_export_params {
                           speech-decoder stage (code2wav_25_<stage>.onnx,
                           its state as the whole graph's), for profiling.
                           default 0 */
+    const int32_t *calib_ids; /* the a16 forms: token ids the native model
+                                 runs to record each quantized activation's
+                                 min and max (sample prompts, one after the
+                                 other; restarted at the context's end);
+                                 required there, ignored otherwise */
+    size_t n_calib_ids;
 } ember_export_params;
 
 ember_export_params ember_export_default_params(void);

@@ -70,6 +70,8 @@ typedef struct ember_tts_params {
                                 calibration (above) is neither read nor written */
     const char *onnx_runtime; /* the libonnxruntime for "onnx:DIR" (NULL:
                                 "libonnxruntime.so.1" on the loader's path) */
+    const char *onnx_provider; /* its execution provider and options, as in */
+    const char *onnx_options;  /* ember_model_params (NULL: CPU, none) */
 } ember_tts_params;
 
 ember_tts_params ember_tts_default_params(void);

@@ -18,7 +18,11 @@ const char cli_common_usage[] =
     "  --backend cpu|onnx:DIR           who runs each step: ember's kernels (default), or the\n"
     "                                   graph `ember export onnx` wrote to DIR on ONNX Runtime\n"
     "  --onnx-runtime PATH              the libonnxruntime.so for onnx:DIR (default:\n"
-    "                                   $EMBER_ONNXRUNTIME, else the loader's search path)\n";
+    "                                   $EMBER_ONNXRUNTIME, else the loader's search path)\n"
+    "  --onnx-provider NAME             ONNX Runtime's execution provider: cpu (default), qnn,\n"
+    "                                   coreml, xnnpack, ... (the library must have it)\n"
+    "  --onnx-option KEY=VALUE          repeatable: a provider option (backend_path=libQnnHtp.so)\n"
+    "                                   or, for session.* and ep.* keys, a session config entry\n";
 
 static const struct {
     const char *name;
@@ -61,6 +65,23 @@ int cli_parse_backend(const char *arg, const char **backend, const char **runtim
     return strcmp(arg, "cpu") && strncmp(arg, "onnx:", 5);
 }
 
+int cli_add_onnx_option(const char *arg, const char **list)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) return -1;
+    if (!*list) {
+        *list = arg;
+        return 0;
+    }
+    /* the joined list lives as long as the process: options are parsed once */
+    size_t n = strlen(*list) + strlen(arg) + 2;
+    char *joined = malloc(n);
+    if (!joined) return -1;
+    snprintf(joined, n, "%s;%s", *list, arg);
+    *list = joined;
+    return 0;
+}
+
 int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp)
 {
@@ -77,6 +98,8 @@ int cli_common_option(int c, const char *arg, const char *cmd, ember_model_param
     case CLI_OPT_CHUNK: bad = cli_parse_int(arg, 1, 65536, &sp->prefill_chunk); break;
     case CLI_OPT_BACKEND: bad = cli_parse_backend(arg, &mp->backend, &mp->onnx_runtime); break;
     case CLI_OPT_ONNX_RUNTIME: mp->onnx_runtime = arg; break;
+    case CLI_OPT_ONNX_PROVIDER: mp->onnx_provider = arg; break;
+    case CLI_OPT_ONNX_OPTION: bad = cli_add_onnx_option(arg, &mp->onnx_options); break;
     case CLI_OPT_KV_TYPE:
         bad = cli_parse_type(arg, &sp->kv_type) || sp->kv_type == EMBER_TYPE_BF16 ||
               sp->kv_type == EMBER_TYPE_Q4_0;

@@ -54,7 +54,9 @@ enum {
     CLI_OPT_CHUNK,
     CLI_OPT_KV_TYPE,
     CLI_OPT_BACKEND,
-    CLI_OPT_ONNX_RUNTIME
+    CLI_OPT_ONNX_RUNTIME,
+    CLI_OPT_ONNX_PROVIDER,
+    CLI_OPT_ONNX_OPTION
 };
 #define CLI_COMMON_OPTIONS                                                                 \
     {"dtype", required_argument, 0, CLI_OPT_DTYPE},                                       \
@@ -64,7 +66,9 @@ enum {
         {"chunk", required_argument, 0, CLI_OPT_CHUNK},                                   \
         {"kv-type", required_argument, 0, CLI_OPT_KV_TYPE},                               \
         {"backend", required_argument, 0, CLI_OPT_BACKEND},                               \
-        {"onnx-runtime", required_argument, 0, CLI_OPT_ONNX_RUNTIME}
+        {"onnx-runtime", required_argument, 0, CLI_OPT_ONNX_RUNTIME},                     \
+        {"onnx-provider", required_argument, 0, CLI_OPT_ONNX_PROVIDER},                   \
+        {"onnx-option", required_argument, 0, CLI_OPT_ONNX_OPTION}
 extern const char cli_common_usage[];
 /* "f32", "f16", "bf16", "q8_0", "q4_0" -> the type; -1 for anything else. */
 int cli_parse_type(const char *arg, ember_type *out);
@@ -73,6 +77,10 @@ const char *cli_type_name(ember_type t);
 /* --backend cpu|onnx:DIR into *backend; *runtime from $EMBER_ONNXRUNTIME
  * unless --onnx-runtime set it. Non-zero for any other value. */
 int cli_parse_backend(const char *arg, const char **backend, const char **runtime);
+/* A repeated --onnx-option key=value appended to *list ("k=v;k=v", the
+ * model params' onnx_options). Non-zero when arg has no key=value or
+ * memory ran out. */
+int cli_add_onnx_option(const char *arg, const char **list);
 /* 1: handled, 0: not a common option, -1: bad value (message printed). */
 int cli_common_option(int c, const char *arg, const char *cmd, ember_model_params *mp,
                       ember_session_params *sp);

@@ -30,7 +30,9 @@ const char cli_tts_usage[] =
     "                                 onnx -m DIR_OF_THIS_MODEL` wrote to DIR (the speech\n"
     "                                 decoder too where DIR has its graphs, else native)\n"
     "  --onnx-runtime PATH            the libonnxruntime.so for onnx:DIR (default:\n"
-    "                                 $EMBER_ONNXRUNTIME, else libonnxruntime.so.1)\n";
+    "                                 $EMBER_ONNXRUNTIME, else libonnxruntime.so.1)\n"
+    "  --onnx-provider NAME           ONNX Runtime's execution provider (cpu, qnn, coreml, ...)\n"
+    "  --onnx-option KEY=VALUE        repeatable: a provider option or session.*/ep.* entry\n";
 
 void cli_tts_opts_init(cli_tts_opts *o)
 {
@@ -62,6 +64,8 @@ int cli_tts_option(int c, const char *arg, const char *cmd, cli_tts_opts *o)
     case TTS_OPT_KERNELS: p->kernels = arg; break;
     case TTS_OPT_BACKEND: bad = cli_parse_backend(arg, &p->backend, &p->onnx_runtime); break;
     case TTS_OPT_ONNX_RUNTIME: p->onnx_runtime = arg; break;
+    case TTS_OPT_ONNX_PROVIDER: p->onnx_provider = arg; break;
+    case TTS_OPT_ONNX_OPTION: bad = cli_add_onnx_option(arg, &p->onnx_options); break;
     case TTS_OPT_CHUNKS: o->chunks = arg; break;
     default: return 0;
     }

@@ -28,7 +28,9 @@ enum {
     TTS_OPT_NO_PIN,
     TTS_OPT_NO_CALIBRATION,
     TTS_OPT_BACKEND,
-    TTS_OPT_ONNX_RUNTIME
+    TTS_OPT_ONNX_RUNTIME,
+    TTS_OPT_ONNX_PROVIDER,
+    TTS_OPT_ONNX_OPTION
 };
 #define CLI_TTS_OPTIONS                                                                     \
     {"dtype", required_argument, 0, TTS_OPT_DTYPE},                                        \
@@ -43,6 +45,8 @@ enum {
         {"no-calibration", no_argument, 0, TTS_OPT_NO_CALIBRATION},                        \
         {"backend", required_argument, 0, TTS_OPT_BACKEND},                                \
         {"onnx-runtime", required_argument, 0, TTS_OPT_ONNX_RUNTIME},                      \
+        {"onnx-provider", required_argument, 0, TTS_OPT_ONNX_PROVIDER},                    \
+        {"onnx-option", required_argument, 0, TTS_OPT_ONNX_OPTION},                        \
         CLI_PROFILE_OPTIONS
 extern const char cli_tts_usage[];
 

@@ -3,6 +3,7 @@
  * exported folder against what NPU compilers accept. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_public.h"
@@ -13,7 +14,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ember export onnx -m MODEL -o DIR [--context 1024] [--prefill-chunk 128]\n"
-               "                         [--dtype f32|f16|qdq8|qdq4|T]\n"
+               "                         [--dtype f32|f16|qdq8|qdq4|qdq8a16|qdq4a16|lpbq4a16|T]\n"
+               "                         [--calib FILE]\n"
                "       ember export onnx --check DIR\n"
                "  writes DIR/decode.onnx (the decode step, opset 17, static shapes),\n"
                "  DIR/prefill.onnx (a chunk of N prompt tokens), the weights both share in\n"
@@ -26,8 +28,14 @@ static void usage(FILE *f)
                "  --dtype: the graphs' form: f32 (default), f16 (f16 weights, activations\n"
                "           and I/O, for NPUs), qdq8 (int8 per-channel weights behind\n"
                "           DequantizeLinear, f32 activations), qdq4 (int4 weights in blocks\n"
-               "           of 64, opset 21); any other type (q8_0, bf16...)\n"
+               "           of 64, opset 21), qdq8a16 / qdq4a16 (those weights, and uint16\n"
+               "           QDQ on every weight MatMul's input, scaled from a calibration run\n"
+               "           of the native model; opset 21), lpbq4a16 (qdq4a16 with each block's\n"
+               "           scale a uint8 integer times a per-channel f32 scale: QNN's LPBQ);\n"
+               "           any other type (q8_0, bf16...)\n"
                "           rounds the weights through it at load and writes f32\n"
+               "  --calib FILE: the a16 forms' sample text (prompts, one per line),\n"
+               "           tokenized and run through the model (default: a built-in set)\n"
                "  A Qwen3-TTS directory (config.json with a talker_config) gives\n"
                "  DIR/talker.onnx and DIR/predictor.onnx (one step each; --context is the\n"
                "  talker's bucket, prompt plus frames) and DIR/talker_prefill.onnx (a chunk\n"
@@ -39,6 +47,36 @@ static void usage(FILE *f)
                "  --check: list each graph's ops, opset and I/O shapes and fail on anything\n"
                "           outside the QNN HTP allow-list, dynamic dims, int64 indices,\n"
                "           IsNaN/Where guards, Reshape allowzero=1, rank-0 axes\n");
+}
+
+/* The a16 forms' default calibration text: the kinds of input the demo and
+ * Spark models see (chat, a tool call, code, numbers), a few hundred tokens. */
+static const char default_calibration[] =
+    "The weather in Paris is mild in spring, with rain most afternoons.\n"
+    "Hello there! What can I do for you today?\n"
+    "Tell me about chess openings: the Sicilian, the French and the Queen's Gambit.\n"
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n"
+    "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n"
+    "In 1969, 3 astronauts flew 384,400 km to the Moon; the trip took about 76 hours.\n"
+    "Summarize the following meeting notes in three bullet points for the team.\n"
+    "The history of chess: a beginner's guide, from chaturanga to modern engines.\n";
+
+/* The calibration text (path, or the default) as token ids (ember_free);
+ * non-zero with the message printed when it cannot be read or tokenized. */
+static int calibration_ids(const char *model_dir, const char *path, int32_t **ids, size_t *n)
+{
+    char *text = path ? cli_read_text(path, "export") : NULL;
+    if (path && !text) return -1;
+    ember_tokenizer *tok;
+    ember_status st = ember_tokenizer_load(model_dir, &tok);
+    if (!st) {
+        const char *t = text ? text : default_calibration;
+        st = ember_tokenizer_encode(tok, t, strlen(t), 0, ids, n);
+        ember_tokenizer_free(tok);
+    }
+    free(text);
+    if (st) fprintf(stderr, "ember export: calibration text: %s\n", ember_last_error());
+    return st ? -1 : 0;
 }
 
 /* A Qwen3-TTS checkpoint: its config.json has a talker_config (a Spark
@@ -106,9 +144,10 @@ int cmd_export(int argc, char **argv)
                                          {"prefill-chunk", required_argument, 0, 'p'},
                                          {"check", required_argument, 0, 'k'},
                                          {"per-layer", no_argument, 0, 'L'},
+                                         {"calib", required_argument, 0, 'C'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *model_dir = NULL, *out = NULL, *check = NULL;
+    const char *model_dir = NULL, *out = NULL, *check = NULL, *calib = NULL;
     ember_model_params mp = ember_model_default_params();
     ember_export_params ep = ember_export_default_params();
     int c, chunk_given = 0;
@@ -130,6 +169,7 @@ int cmd_export(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'k': check = optarg; break;
         case 'L': ep.per_layer = 1; break;
+        case 'C': calib = optarg; break;
         case 'c':
             if (cli_parse_int(optarg, 2, 1 << 20, &ep.context)) {
                 fprintf(stderr, "ember export: --context must be an integer >= 2\n");
@@ -148,6 +188,9 @@ int cmd_export(int argc, char **argv)
             else if (!strcmp(optarg, "f16")) ep.form = EMBER_EXPORT_F16;
             else if (!strcmp(optarg, "qdq8")) ep.form = EMBER_EXPORT_QDQ8;
             else if (!strcmp(optarg, "qdq4")) ep.form = EMBER_EXPORT_QDQ4;
+            else if (!strcmp(optarg, "qdq8a16")) ep.form = EMBER_EXPORT_QDQ8A16;
+            else if (!strcmp(optarg, "qdq4a16")) ep.form = EMBER_EXPORT_QDQ4A16;
+            else if (!strcmp(optarg, "lpbq4a16")) ep.form = EMBER_EXPORT_LPBQ4A16;
             else if (cli_parse_type(optarg, &mp.weight_type)) {
                 fprintf(stderr, "ember export: unknown --dtype '%s'\n", optarg);
                 return 2;
@@ -179,7 +222,15 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "ember export: %s\n", ember_last_error());
         return 1;
     }
+    int32_t *ids = NULL;
+    if (ep.form >= EMBER_EXPORT_QDQ8A16 && ep.form <= EMBER_EXPORT_LPBQ4A16 &&
+        calibration_ids(model_dir, calib, &ids, &ep.n_calib_ids)) {
+        ember_model_free(model);
+        return 1;
+    }
+    ep.calib_ids = ids;
     ember_status st = ember_export_onnx(model, out, &ep);
+    ember_free(ids);
     ember_model_free(model);
     if (st != EMBER_OK) {
         fprintf(stderr, "ember export: %s\n", ember_last_error());

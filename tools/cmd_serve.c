@@ -44,7 +44,8 @@ static void usage(FILE *f)
             "  --host ADDR       IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
             "  --port N          0 picks a free port; the address is printed on stderr\n"
             "  --api-key KEY     require Authorization: Bearer KEY (or $EMBER_API_KEY)\n"
-            "  --max-seqs N      sequences decoded together in one batch (default 8)\n"
+            "  --max-seqs N      sequences decoded together in one batch (default 8); with\n"
+            "                    --backend onnx:DIR each one holds its own ONNX Runtime sessions\n"
             "  --ctx N           tokens per sequence, prompt + reply (default 4096)\n"
             "  --max-queue N     requests waiting for a free sequence before 503 (default 4 x max-seqs)\n"
             "  --timeout S       per-request limit in seconds (decimals allowed), queueing included\n"
@@ -70,6 +71,9 @@ static void usage(FILE *f)
             "                    (a directory, or the .gguf `ember quantize DIR` wrote)\n"
             "  --tts-dtype T     its talker and predictor weights (f32|bf16|q8_0; default: the\n"
             "                    profile's); its chunks follow this machine's calibration\n"
+            "  --tts-backend cpu|onnx:DIR  who runs its talker and predictor steps: ember's\n"
+            "                    kernels (default) or the graphs `ember export onnx -m TTS_DIR`\n"
+            "                    wrote to DIR, on --onnx-runtime's library (decoder native)\n"
             "  --voices DIR      saved voices (DIR/NAME.voice from `ember voice create`) that a\n"
             "                    Base speech model speaks in: a request's \"voice\" names one;\n"
             "                    \"instructions\" reach a 1.7B CustomVoice or VoiceDesign model\n"
@@ -91,7 +95,7 @@ static int parse_long(const char *arg, long lo, long hi, long *out)
 int cmd_serve(int argc, char **argv)
 {
     enum { OPT_HOST = 1, OPT_PORT, OPT_API_KEY, OPT_MAX_SEQS, OPT_CTX, OPT_MAX_QUEUE, OPT_TIMEOUT,
-           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_PREFIX_CACHE_DIR, OPT_TTS, OPT_TTS_DTYPE, OPT_PROFILE, OPT_STATS,
+           OPT_MAX_BODY, OPT_PREFIX_CACHE, OPT_PREFIX_CACHE_DIR, OPT_TTS, OPT_TTS_DTYPE, OPT_TTS_BACKEND, OPT_PROFILE, OPT_STATS,
            OPT_VOICES, OPT_SPECULATE, OPT_DRAFT_MAX };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, OPT_HOST},
@@ -104,6 +108,7 @@ int cmd_serve(int argc, char **argv)
         {"prefix-cache-dir", required_argument, 0, OPT_PREFIX_CACHE_DIR},
         {"tts", required_argument, 0, OPT_TTS},
         {"tts-dtype", required_argument, 0, OPT_TTS_DTYPE},
+        {"tts-backend", required_argument, 0, OPT_TTS_BACKEND},
         {"voices", required_argument, 0, OPT_VOICES},
         {"profile", required_argument, 0, OPT_PROFILE},
         {"stats", required_argument, 0, OPT_STATS},
@@ -148,6 +153,7 @@ int cmd_serve(int argc, char **argv)
         case OPT_TTS: p.tts_dir = optarg; break;
         case OPT_VOICES: p.tts_voices = optarg; break;
         case OPT_TTS_DTYPE: r = cli_parse_type(optarg, &p.tts_weight_type) ? 1 : 0; break;
+        case OPT_TTS_BACKEND: r = cli_parse_backend(optarg, &p.tts_backend, &p.model.onnx_runtime); break;
         case OPT_PROFILE:
             r = cli_profile_option(CLI_OPT_PROFILE, optarg, "serve", &profile) == 1 ? 0 : 1;
             break;

@@ -110,6 +110,8 @@ int cmd_tts_codes(int argc, char **argv)
     tp.kernels = mp.kernels;
     tp.backend = mp.backend;
     tp.onnx_runtime = mp.onnx_runtime;
+    tp.onnx_provider = mp.onnx_provider;
+    tp.onnx_options = mp.onnx_options;
     tp.n_threads = esp.n_threads;
     tp.codes_only = 1;
     /* a token is at least a byte: the text's length bounds its tokens */

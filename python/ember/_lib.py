@@ -85,7 +85,8 @@ lib = _load()
 
 class ModelParams(Structure):
     _fields_ = [("gelu", c_int), ("weight_type", c_int), ("kernels", c_char_p),
-                ("all_full_attention", c_int), ("backend", c_char_p), ("onnx_runtime", c_char_p)]
+                ("all_full_attention", c_int), ("backend", c_char_p), ("onnx_runtime", c_char_p),
+                ("onnx_provider", c_char_p), ("onnx_options", c_char_p)]
 
 
 class SessionParams(Structure):
@@ -148,7 +149,8 @@ class TtsParams(Structure):
                 ("generator_cpus", c_int32 * 256), ("n_generator_cpus", c_int32),
                 ("decoder_cpus", c_int32 * 256), ("n_decoder_cpus", c_int32),
                 ("warm_up", c_int), ("calibration", c_int), ("codes_only", c_int),
-                ("backend", c_char_p), ("onnx_runtime", c_char_p)]
+                ("backend", c_char_p), ("onnx_runtime", c_char_p),
+                ("onnx_provider", c_char_p), ("onnx_options", c_char_p)]
 
 
 class SpeechRequest(Structure):

@@ -132,7 +132,7 @@ ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tt
     if (!t) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory");
     t->p = *p;
     /* the caller's strings need not outlive the load */
-    t->p.kernels = t->p.backend = t->p.onnx_runtime = NULL;
+    t->p.kernels = t->p.backend = t->p.onnx_runtime = t->p.onnx_provider = t->p.onnx_options = NULL;
     /* Both pools can span the machine; the pipeline decides how many of
      * their threads run at each moment (tts_pipeline.h). */
     const int cpus = pool_cpu_count();
@@ -150,11 +150,15 @@ ember_status ember_tts_load(const char *dir, const ember_tts_params *p, ember_tt
         t->p.calibration = 0;
     }
     sp.onnx_runtime = p->onnx_runtime;
+    sp.onnx_provider = p->onnx_provider;
+    sp.onnx_options = p->onnx_options;
     c2w_stream_params cp = c2w_stream_default_params();
     cp.n_threads = t->dec_threads;
     /* the folder's speech decoder graphs, where it has them */
     cp.onnx_dir = sp.onnx_dir;
     cp.onnx_runtime = sp.onnx_runtime;
+    cp.onnx_provider = sp.onnx_provider;
+    cp.onnx_options = sp.onnx_options;
     /* a directory without a tokenizer still speaks text_ids */
     if (et_tokenizer_load(dir, &t->tok) != EMBER_OK)
         snprintf(t->tok_error, sizeof t->tok_error, "%s", ember_last_error());

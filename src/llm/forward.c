@@ -92,6 +92,17 @@ static void apply_gate(const spark_config *c, float *gate, int32_t n)
         gate[i] = c->gate == SPARK_GATE_SILU ? ek_silu(gate[i]) : ek_sigmoid(gate[i]);
 }
 
+/* Widens calibration slot `slot`'s [min, max] over x[0..n). */
+static void record_range(const llm_work *w, int32_t slot, const float *x, int64_t n)
+{
+    if (!w->act_range) return;
+    float *r = w->act_range + 2 * slot;
+    for (int64_t i = 0; i < n; i++) {
+        r[0] = x[i] < r[0] ? x[i] : r[0];
+        r[1] = x[i] > r[1] ? x[i] : r[1];
+    }
+}
+
 void llm_attn_in(llm_work *w, int32_t li, int32_t n)
 {
     const spark_config *c = &w->m->cfg;
@@ -106,6 +117,7 @@ void llm_attn_in(llm_work *w, int32_t li, int32_t n)
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(w->h + (int64_t)t * c->hidden, w->x + (int64_t)t * c->hidden, W->attn_norm,
                    c->hidden, c->rms_eps);
+    record_range(w, li * LLM_RANGES_PER_LAYER + 0, w->h, (int64_t)n * c->hidden);
     /* one pass over the normed input for every projection that reads it:
      * one quantization of it and one split of all their rows over the threads */
     const ek_matmul_out proj[4] = {{q, qkv_dim, &W->wq, W->bq},
@@ -135,6 +147,7 @@ void llm_attn_out(llm_work *w, int32_t li, int32_t n)
                 float g = w->gate[t * H + hh], *o = w->attn + t * q_dim + (int64_t)hh * d;
                 for (int32_t j = 0; j < d; j++) o[j] *= g;
             }
+    record_range(w, li * LLM_RANGES_PER_LAYER + 1, w->attn, (int64_t)n * q_dim);
     ek_matmul(&w->exec, w->h, c->hidden, w->attn, n, &W->wo, W->bo, w->qbuf);
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) w->x[i] += w->h[i];
 }
@@ -167,12 +180,14 @@ void llm_mlp(llm_work *w, int32_t li, int32_t n)
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(w->h + (int64_t)t * c->hidden, w->x + (int64_t)t * c->hidden, W->mlp_norm,
                    c->hidden, c->rms_eps);
+    record_range(w, li * LLM_RANGES_PER_LAYER + 2, w->h, (int64_t)n * c->hidden);
     const ek_matmul_out gate_up[2] = {{w->ffn_g, inter, &W->w_gate, W->b_gate},
                                       {w->ffn_u, inter, &W->w_up, W->b_up}};
     ek_matmul_many(&w->exec, w->h, n, gate_up, 2, w->qbuf);
     geglu_task task = {w->ffn_g, w->ffn_u, (int64_t)n * inter, w->exec.kernels->glu,
                        w->m->params.gelu == EMBER_GELU_TANH ? EK_GLU_GELU_TANH : EK_GLU_GELU_ERF};
     pool_run(w->exec.pool, run_geglu, &task, 4 * pool_size(w->exec.pool));
+    record_range(w, li * LLM_RANGES_PER_LAYER + 3, w->ffn_g, (int64_t)n * inter);
     ek_matmul(&w->exec, w->h, c->hidden, w->ffn_g, n, &W->w_down, W->b_down, w->qbuf);
     for (int64_t i = 0; i < (int64_t)n * c->hidden; i++) w->x[i] += w->h[i];
 }
@@ -183,5 +198,6 @@ void llm_logits(llm_work *w, int32_t first, int32_t n, float *out)
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(w->h + (int64_t)t * c->hidden, w->x + (int64_t)(first + t) * c->hidden,
                    w->m->final_norm, c->hidden, c->rms_eps);
+    record_range(w, c->n_layers * LLM_RANGES_PER_LAYER, w->h, (int64_t)n * c->hidden);
     ek_matmul(&w->exec, out, c->vocab, w->h, n, &w->m->lm_head, NULL, w->qbuf);
 }

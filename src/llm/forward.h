@@ -31,7 +31,15 @@ typedef struct llm_work {
     float *inv_freq[SPARK_LAYER_TYPES];       /* rot/2 */
     float *cos_t[SPARK_LAYER_TYPES], *sin_t[SPARK_LAYER_TYPES]; /* rows x rot/2 */
     float *block;
+    /* NULL, or a calibration run's ranges (onnx/calibrate.h): every weight
+     * MatMul's input min and max per layer, widened as rows pass */
+    float *act_range;
 } llm_work;
+
+/* Calibration slots per layer: the inputs of q/k/v/gate, of the output
+ * projection, of ffn gate/up, of ffn down (the lm head's input after the
+ * last layer), the order onnx/spark_decode_graph.h quantizes. */
+#define LLM_RANGES_PER_LAYER 4
 
 /* exec's pool (may be NULL) must outlive the work. */
 ember_status llm_work_init(llm_work *w, const ember_model *m, const ek_exec *exec, int32_t rows);

@@ -55,13 +55,15 @@ ember_status ember_session_create(const ember_model *model, const ember_session_
     s->m = model;
     s->p = p;
     s->exec.kernels = model->kernels;
-    ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
+    /* on the onnx backend ORT's own threads run the step */
+    ember_status st = p.n_threads > 1 && !model->onnx ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
     kv_shape shape;
     spark_kv_shape(&model->cfg, &shape);
     if (!st && model->onnx) {
         /* the exported graph holds its own caches: positions up to its bucket */
         if (p.max_context > model->onnx->context) s->p.max_context = p.max_context = model->onnx->context;
-        st = spark_ort_open(&model->cfg, model->onnx->dir, model->onnx->runtime, p.n_threads, &s->ort);
+        const ort_choice rt = onnx_backend_choice(model->onnx);
+        st = spark_ort_open(&model->cfg, model->onnx->dir, &rt, p.n_threads, &s->ort);
     }
     if (!st) st = kv_cache_init(&s->kv, &shape, s->ort ? 1 : p.max_context, session_kv_dtype(p.kv_type));
     if (!st) st = llm_work_init(&s->work, model, &s->exec, p.prefill_chunk);

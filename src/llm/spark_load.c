@@ -199,8 +199,9 @@ ember_status ember_model_load(const char *dir, const ember_model_params *params,
     }
     m->params.kernels = NULL; /* the caller's string need not outlive the call */
     ember_status st = load_into(m, dir);
-    if (!st) st = onnx_backend_open(&m->cfg, m->params.backend, m->params.onnx_runtime, &m->onnx);
-    m->params.backend = m->params.onnx_runtime = NULL; /* copied into m->onnx */
+    if (!st) st = onnx_backend_open(&m->cfg, &m->params, &m->onnx);
+    /* copied into m->onnx */
+    m->params.backend = m->params.onnx_runtime = m->params.onnx_provider = m->params.onnx_options = NULL;
     if (st) {
         ember_model_free(m);
         return st;

@@ -187,7 +187,7 @@ static int by_size_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-static ember_status open_runs(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+static ember_status open_runs(const c2w_config *c, const char *dir, const ort_choice *rt, int threads,
                               int staged, c2w_ort **out)
 {
     *out = NULL;
@@ -236,7 +236,7 @@ static ember_status open_runs(const c2w_config *c, const char *dir, const char *
     if (failed) st = ember_fail(EMBER_ERR_NO_MEMORY, "onnx backend: cannot allocate the decoder's state");
     if (!st) {
         ek_rope_inv_freq(o->inv_freq, c->transformer.head_dim, c->transformer.rope_theta);
-        st = ort_runtime_open(ort_lib, &o->rt);
+        st = ort_runtime_open_choice(rt, &o->rt);
     }
     /* exact dequantize-then-MatMul for QDQ weights (see spark_ort.c) */
     const int level = form == SPARK_ONNX_QDQ8 || form == SPARK_ONNX_QDQ4 ? ORT_OPTIMIZE_BASIC : ORT_OPTIMIZE_ALL;
@@ -254,16 +254,16 @@ static ember_status open_runs(const c2w_config *c, const char *dir, const char *
     return EMBER_OK;
 }
 
-ember_status c2w_ort_open(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+ember_status c2w_ort_open(const c2w_config *c, const char *dir, const ort_choice *rt, int threads,
                           c2w_ort **out)
 {
-    return open_runs(c, dir, ort_lib, threads, 0, out);
+    return open_runs(c, dir, rt, threads, 0, out);
 }
 
-ember_status c2w_ort_open_stages(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+ember_status c2w_ort_open_stages(const c2w_config *c, const char *dir, const ort_choice *rt, int threads,
                                  c2w_ort **out)
 {
-    ember_status st = open_runs(c, dir, ort_lib, threads, 1, out);
+    ember_status st = open_runs(c, dir, rt, threads, 1, out);
     if (!st && !*out) st = ember_fail(EMBER_ERR_FORMAT, "%s: no per-stage speech decoder graphs", dir);
     return st;
 }

@@ -12,22 +12,23 @@
 #include <stdint.h>
 
 #include "ember.h"
+#include "onnx/ort_api.h"
 #include "tts/code2wav_config.h"
 
 typedef struct c2w_ort c2w_ort;
 
 /* Opens the decoder graphs an `ember export onnx` folder of a Qwen3-TTS
- * model lists, for a decoder of config c, with the ONNX Runtime library at
- * ort_lib and `threads` intra-op threads (0: ORT's choice). *out is NULL
+ * model lists, for a decoder of config c, with the ONNX Runtime library,
+ * execution provider and options of rt and `threads` intra-op threads (0: ORT's choice). *out is NULL
  * (and the status OK) when the folder has no decoder graphs: the caller
  * keeps its native decoder. Fails when the graphs are for another decoder. */
-ember_status c2w_ort_open(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+ember_status c2w_ort_open(const c2w_config *c, const char *dir, const ort_choice *rt, int threads,
                           c2w_ort **out);
 /* The same over the folder's per-stage graphs (`export --per-layer`),
  * chained: every stage's graph runs in turn on each chunk of their one
  * size, for profiling (pushes must be multiples of it); fails when the
  * folder has none. */
-ember_status c2w_ort_open_stages(const c2w_config *c, const char *dir, const char *ort_lib, int threads,
+ember_status c2w_ort_open_stages(const c2w_config *c, const char *dir, const ort_choice *rt, int threads,
                                  c2w_ort **out);
 void c2w_ort_free(c2w_ort *o);
 

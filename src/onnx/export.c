@@ -10,6 +10,7 @@
 #include "io/write_file.h"
 #include "onnx/export_files.h"
 #include "onnx/manifest_io.h"
+#include "onnx/calibrate.h"
 #include "onnx/spark_decode_graph.h"
 
 ember_export_params ember_export_default_params(void)
@@ -141,9 +142,18 @@ static void add_graph(cJSON *graphs, const spark_config *c, const spark_decode_l
 }
 
 static char *manifest_text(const spark_config *c, const spark_decode_layout *lay,
-                           const spark_decode_layout *chunk)
+                           const spark_decode_layout *chunk, size_t calib_tokens)
 {
     cJSON *root = cJSON_CreateObject(), *graphs = cJSON_CreateArray();
+    if (calib_tokens) {
+        cJSON *cal = cJSON_AddObjectToObject(root, "calibration");
+        cJSON_AddNumberToObject(cal, "tokens", (double)calib_tokens);
+        cJSON_AddNumberToObject(cal, "quantized_activations", spark_a16_slots(c));
+        cJSON_AddStringToObject(cal, "what", "uint16 per-tensor QDQ on the input of every weight MatMul "
+                                "(q/k/v/gate, output projection, ffn gate/up, ffn down, lm head), "
+                                "asymmetric over the [min, max] ember's native forward pass recorded "
+                                "over the sample tokens (widened to hold 0)");
+    }
     cJSON_AddNumberToObject(root, "manifest_version", 1);
     cJSON_AddStringToObject(root, "producer", "ember");
     cJSON_AddStringToObject(root, "architecture", "spark2_5");
@@ -165,7 +175,7 @@ ember_status ember_export_onnx(const ember_model *model, const char *dir,
     ember_status st = spark_decode_layout_of(&model->cfg, p.context, &lay);
     if (!st) st = spark_decode_check_model(model);
     if (st) return st;
-    if (p.form < EMBER_EXPORT_F32 || p.form > EMBER_EXPORT_QDQ4)
+    if (p.form < EMBER_EXPORT_F32 || p.form > EMBER_EXPORT_LPBQ4A16)
         return ember_fail(EMBER_ERR_INVALID_ARG, "export: unknown form %d", (int)p.form);
     if (p.prefill_chunk != 0 && (p.prefill_chunk < 2 || p.prefill_chunk > p.context))
         return ember_fail(EMBER_ERR_INVALID_ARG, "export: prefill chunk %d must be 0 or in [2, %d] (the context)",
@@ -178,14 +188,29 @@ ember_status ember_export_onnx(const ember_model *model, const char *dir,
         return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
     st = io_make_dirs(dir);
     if (st) return st;
-    char *manifest = manifest_text(&model->cfg, &lay, p.prefill_chunk ? &chunk : NULL);
-    if (!manifest) return ember_fail(EMBER_ERR_NO_MEMORY, "export: cannot build the manifest");
+    float *range = NULL;
+    if (spark_onnx_a16(lay.form)) {
+        if (!(range = malloc(2 * (size_t)spark_a16_slots(&model->cfg) * sizeof *range)))
+            return ember_fail(EMBER_ERR_NO_MEMORY, "export: out of memory");
+        st = spark_a16_calibrate(model, p.calib_ids, p.n_calib_ids, p.context, range);
+        if (st) {
+            free(range);
+            return st;
+        }
+    }
+    char *manifest = manifest_text(&model->cfg, &lay, p.prefill_chunk ? &chunk : NULL,
+                                   range ? p.n_calib_ids : 0);
+    if (!manifest) {
+        free(range);
+        return ember_fail(EMBER_ERR_NO_MEMORY, "export: cannot build the manifest");
+    }
     /* a folder exported before without a prefill graph must not keep one */
     remove(paths.prefill);
     og_data *data = NULL;
     st = og_data_open(paths.data, EXPORT_DATA, &data);
-    if (!st) st = spark_decode_graph_write(model, &lay, paths.model, data);
-    if (!st && p.prefill_chunk) st = spark_decode_graph_write(model, &chunk, paths.prefill, data);
+    if (!st) st = spark_decode_graph_write(model, &lay, range, paths.model, data);
+    if (!st && p.prefill_chunk) st = spark_decode_graph_write(model, &chunk, range, paths.prefill, data);
+    free(range);
     if (!st) {
         st = og_data_close(data);
         data = NULL;

@@ -59,10 +59,29 @@ static void quantize_columns(const float *wt, int64_t cols, int64_t rows, int8_t
         }
 }
 
+/* LPBQ: each column's block scales as uint8 integers u (1..255) times one
+ * f32 scale per column, ch = max block scale / 255, u = round(scale / ch);
+ * scale becomes u * ch, the scale the int4 values are then rounded with. */
+static void lpbq_scales(float *scale, int64_t blocks, int64_t rows, uint8_t *u, float *ch)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        float top = 0;
+        for (int64_t b = 0; b < blocks; b++) top = fmaxf(top, scale[b * rows + r]);
+        ch[r] = top / 255.0f;
+        for (int64_t b = 0; b < blocks; b++) {
+            const float v = roundf(scale[b * rows + r] / ch[r]);
+            u[b * rows + r] = (uint8_t)(v < 1 ? 1 : v > 255 ? 255 : v);
+            scale[b * rows + r] = (float)u[b * rows + r] * ch[r];
+        }
+    }
+}
+
 /* Symmetric int4 in blocks of 64 rows of W^T (the input axis) per column:
- * scale = max|w| / 7 over the block, q in [-7, 7] packed two to a byte in
- * row-major order, the first in the low nibble. */
-static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_t *q, float *scale)
+ * scale = max|w| / 7 over the block (or, with u and ch, its LPBQ form),
+ * q in [-7, 7] packed two to a byte in row-major order, the first in the
+ * low nibble. */
+static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_t *q, float *scale, uint8_t *u,
+                             float *ch)
 {
     const int64_t B = SPARK_ONNX_INT4_BLOCK;
     memset(q, 0, (size_t)((cols * rows + 1) / 2));
@@ -70,8 +89,12 @@ static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_
         for (int64_t r = 0; r < rows; r++) {
             float amax = 0;
             for (int64_t k = b * B; k < (b + 1) * B; k++) amax = fmaxf(amax, fabsf(wt[k * rows + r]));
-            const float sc = amax > 0 ? amax / 7.0f : 1.0f;
-            scale[b * rows + r] = sc;
+            scale[b * rows + r] = amax > 0 ? amax / 7.0f : 1.0f;
+        }
+    if (u) lpbq_scales(scale, cols / B, rows, u, ch);
+    for (int64_t b = 0; b < cols / B; b++)
+        for (int64_t r = 0; r < rows; r++) {
+            const float sc = scale[b * rows + r];
             for (int64_t k = b * B; k < (b + 1) * B; k++) {
                 float v = roundf(wt[k * rows + r] / sc);
                 const int iv = v > 7 ? 7 : v < -7 ? -7 : (int)v;
@@ -82,7 +105,9 @@ static void quantize_blocks4(const float *wt, int64_t cols, int64_t rows, uint8_
 }
 
 /* The int4 form's DequantizeLinear: weight [K, N], scales and int4 zero
- * points [K/64, N] (QNN reads 4-bit from the zero point's type). */
+ * points [K/64, N] (QNN reads 4-bit from the zero point's type). LPBQ: the
+ * scales are themselves a DequantizeLinear of uint8 [K/64, N] by an f32
+ * scale per column (axis 1), the pattern QNN fuses. */
 static const char *dequantize4(go_ctx *o, const char *name, int64_t rows, int64_t cols,
                                const float *data)
 {
@@ -92,13 +117,26 @@ static const char *dequantize4(go_ctx *o, const char *name, int64_t rows, int64_
     uint8_t *q = o->packed;
     float *scale = (float *)((char *)o->packed + (qbytes + 64) / 64 * 64);
     uint8_t *zero = (uint8_t *)scale + (sbytes + 64) / 64 * 64;
-    quantize_blocks4(data, rows, cols, q, scale);
+    const int lpbq = o->form == SPARK_ONNX_LPBQ4A16;
+    uint8_t *u = zero + ((size_t)(rows / B * cols + 1) / 2 + 64) / 64 * 64;
+    float *ch = (float *)(u + ((size_t)(rows / B * cols) + 64) / 64 * 64);
+    quantize_blocks4(data, rows, cols, q, scale, lpbq ? u : NULL, ch);
     memset(zero, 0, (size_t)(rows / B * cols + 1) / 2);
     char nm[160];
     snprintf(nm, sizeof nm, "%s.int4", name);
     const char *in[3] = {og_init_packed(o->g, nm, OG_INT4, 2, dims, q, qbytes), NULL, NULL};
     snprintf(nm, sizeof nm, "%s.scale", name);
-    in[1] = og_init_f32(o->g, nm, 2, sdims, scale);
+    if (lpbq) {
+        snprintf(nm, sizeof nm, "%s.block_scale_u8", name);
+        const char *sin[2] = {og_init_raw(o->g, nm, OG_UINT8, 2, sdims, u, 1), NULL};
+        snprintf(nm, sizeof nm, "%s.channel_scale", name);
+        sin[1] = og_init_f32(o->g, nm, 1, &cols, ch);
+        const og_attr axis1 = {"axis", OG_ATTR_INT, 1, 0, NULL, 0};
+        snprintf(nm, sizeof nm, "%s.scale", name);
+        in[1] = og_node(o->g, "DequantizeLinear", nm, 2, sin, 1, &axis1);
+    } else {
+        in[1] = og_init_f32(o->g, nm, 2, sdims, scale);
+    }
     snprintf(nm, sizeof nm, "%s.zero_point", name);
     in[2] = og_init_packed(o->g, nm, OG_INT4, 2, sdims, zero, (size_t)(rows / B * cols + 1) / 2);
     const og_attr attrs[2] = {{"axis", OG_ATTR_INT, 0, 0, NULL, 0}, {"block_size", OG_ATTR_INT, B, 0, NULL, 0}};
@@ -114,9 +152,8 @@ const char *go_matrix(go_ctx *o, const char *name, int64_t rows, int64_t cols, c
         for (int64_t i = 0; i < n; i++) h[i] = ek_f32_to_f16(data[i]);
         return og_init_raw(o->g, name, OG_FLOAT16, 2, dims, h, 2);
     }
-    if (!quantize || (o->form != SPARK_ONNX_QDQ8 && o->form != SPARK_ONNX_QDQ4))
-        return og_init_f32(o->g, name, 2, dims, data);
-    if (o->form == SPARK_ONNX_QDQ4) return dequantize4(o, name, rows, cols, data);
+    if (!quantize || !spark_onnx_weight_bits(o->form)) return og_init_f32(o->g, name, 2, dims, data);
+    if (spark_onnx_weight_bits(o->form) == 4) return dequantize4(o, name, rows, cols, data);
     char nm[160];
     float *scale = (float *)((char *)o->packed + ((size_t)n + 64) / 64 * 64);
     quantize_columns(data, rows, cols, o->packed, scale);
@@ -161,9 +198,33 @@ const char *go_transpose(go_ctx *o, const char *name, const char *x, int rank, c
                 : og_node(o->g, "Transpose", "transpose", 1, &x, 1, &a);
 }
 
+const char *go_qdq16(go_ctx *o, const char *name, const char *x, float lo, float hi)
+{
+    /* asymmetric over the observed range, widened to hold 0 exactly */
+    lo = fminf(lo, 0.0f);
+    hi = fmaxf(hi, 0.0f);
+    const float scale = hi > lo ? (hi - lo) / 65535.0f : 1.0f;
+    const float z = roundf(-lo / scale);
+    const uint16_t zero = (uint16_t)(z < 0 ? 0 : z > 65535 ? 65535 : z);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s.a16_scale", name);
+    const char *in[3] = {x, og_init_f32(o->g, nm, 0, NULL, &scale), NULL};
+    snprintf(nm, sizeof nm, "%s.a16_zero_point", name);
+    in[2] = og_init_raw(o->g, nm, OG_UINT16, 0, NULL, &zero, sizeof zero);
+    in[0] = og_node(o->g, "QuantizeLinear", name, 3, in, 0, NULL);
+    return og_node(o->g, "DequantizeLinear", name, 3, in, 0, NULL);
+}
+
 const char *go_linear(go_ctx *o, const char *name, const char *x, const ek_matrix *w, const float *b)
 {
     char nm[128];
+    if (o->in_range && spark_onnx_a16(o->form)) {
+        if (x != o->q_src) {
+            o->q_src = x;
+            o->q_out = go_qdq16(o, name, x, o->in_range[0], o->in_range[1]);
+        }
+        x = o->q_out;
+    }
     snprintf(nm, sizeof nm, "%s.weight_t", name);
     const char *y = go_node2(o, "MatMul", name, x, go_weight_t(o, nm, w));
     if (!b) return y;

@@ -22,6 +22,11 @@ typedef struct go_ctx {
     const char *eps;  /* the RMSNorm epsilon constant (set by the caller) */
     float *tmp;       /* a transposed matrix plus one source row */
     void *packed;     /* the same converted to f16, int8 or int4 */
+    /* a16 forms: the next go_linear's input range [min, max] from the
+     * calibration (the caller sets it; NULL: the input stays float), and
+     * the last input quantized, so projections of one input share a pair */
+    const float *in_range;
+    const char *q_src, *q_out;
 } go_ctx;
 
 /* Sets form and element type and allocates the weight buffers for
@@ -45,7 +50,11 @@ const char *go_weight_t(go_ctx *o, const char *name, const ek_matrix *w);
 const char *go_tensor(go_ctx *o, const char *name, int rank, const int64_t *dims, const float *v);
 /* A vector initializer in the activations' type. */
 const char *go_vector(go_ctx *o, const char *name, const float *v, int64_t n);
-/* x @ W^T (+ b), the weight named "<name>.weight_t". */
+/* x through a uint16 QuantizeLinear / DequantizeLinear pair whose
+ * per-tensor scale and zero point cover [lo, hi] (and 0), named after name. */
+const char *go_qdq16(go_ctx *o, const char *name, const char *x, float lo, float hi);
+/* x @ W^T (+ b), the weight named "<name>.weight_t"; in an a16 form with
+ * o->in_range set, x is quantized first (go_qdq16). */
 const char *go_linear(go_ctx *o, const char *name, const char *x, const ek_matrix *w, const float *b);
 /* x * 1/sqrt(mean(x^2) + eps) * w over the last axis (n wide). */
 const char *go_rmsnorm(go_ctx *o, const char *name, const char *x, const float *w, int64_t n);

@@ -197,7 +197,7 @@ static Onnx__TensorProto *tensor(og_graph *g, const char *name, int type, int ra
     int64_t *d = og_alloc(g, (size_t)(rank ? rank : 1) * sizeof *d);
     if (!t || !d) return NULL;
     onnx__tensor_proto__init(t);
-    memcpy(d, dims, (size_t)rank * sizeof *d);
+    if (rank) memcpy(d, dims, (size_t)rank * sizeof *d); /* rank 0: a scalar, dims may be NULL */
     t->n_dims = (size_t)rank;
     t->dims = d;
     t->has_data_type = 1;

@@ -17,7 +17,7 @@
 #include "onnx/onnx_data.h"
 
 /* ONNX TensorProto.DataType values this builder writes. */
-enum { OG_FLOAT = 1, OG_INT8 = 3, OG_INT32 = 6, OG_INT64 = 7, OG_FLOAT16 = 10, OG_INT4 = 22 };
+enum { OG_FLOAT = 1, OG_UINT8 = 2, OG_INT8 = 3, OG_UINT16 = 4, OG_INT32 = 6, OG_INT64 = 7, OG_FLOAT16 = 10, OG_INT4 = 22 };
 
 #define OG_MAX_RANK 8
 

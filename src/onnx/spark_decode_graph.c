@@ -28,6 +28,7 @@ typedef struct step_ctx {
     const spark_config *c;
     const spark_decode_layout *lay;
     int64_t T;    /* tokens per run */
+    const float *act_range; /* a16: calibrated [min, max] per slot */
     const char *one, *half_c, *sqrt2, *scale;
     const char *shape_q, *shape_k, *shape_knew, *shape_vnew, *shape_gate, *shape_flat;
     /* prefill chunks (T > 1) only */
@@ -48,9 +49,11 @@ static const char *node1(step_ctx *s, const char *op, const char *hint, const ch
     return go_node1(&s->o, op, hint, a);
 }
 
-static const char *linear(step_ctx *s, const char *name, const char *x, const ek_matrix *w,
+/* A weight MatMul whose input is calibration slot `slot` of layer li. */
+static const char *linear(step_ctx *s, int li, int slot, const char *name, const char *x, const ek_matrix *w,
                           const float *b)
 {
+    s->o.in_range = s->act_range ? s->act_range + 2 * (li * SPARK_A16_PER_LAYER + slot) : NULL;
     return go_linear(&s->o, name, x, w, b);
 }
 
@@ -76,11 +79,11 @@ static void attention(step_ctx *s, int li, const char *h, const char **x)
     const char *past_v = og_input(s->o.g, val_in, s->o.et, 3, vdims);
 
     snprintf(nm, sizeof nm, "layers.%d.q", li);
-    const char *q = linear(s, nm, h, &W->wq, W->bq);
+    const char *q = linear(s, li, SPARK_A16_ATTN_IN, nm, h, &W->wq, W->bq);
     snprintf(nm, sizeof nm, "layers.%d.k", li);
-    const char *k = linear(s, nm, h, &W->wk, W->bk);
+    const char *k = linear(s, li, SPARK_A16_ATTN_IN, nm, h, &W->wk, W->bk);
     snprintf(nm, sizeof nm, "layers.%d.v", li);
-    const char *v = linear(s, nm, h, &W->wv, W->bv);
+    const char *v = linear(s, li, SPARK_A16_ATTN_IN, nm, h, &W->wv, W->bv);
 
     /* GQA: the query as [kv_heads, tokens * group, d], never K/V expanded.
      * One token needs only Reshapes; a chunk rotates per token first and
@@ -121,14 +124,14 @@ static void attention(step_ctx *s, int li, const char *h, const char **x)
 
     if (c->gate != SPARK_GATE_NONE) {
         snprintf(nm, sizeof nm, "layers.%d.gate", li);
-        const char *gl = linear(s, nm, h, &W->wg, W->bg);
+        const char *gl = linear(s, li, SPARK_A16_ATTN_IN, nm, h, &W->wg, W->bg);
         const char *gate = node1(s, "Sigmoid", "gate", gl);
         if (c->gate == SPARK_GATE_SILU) gate = node2(s, "Mul", "gate", gl, gate);
         o = node2(s, "Mul", "attn", o, node2(s, "Reshape", "gate", gate, s->shape_gate));
     }
     o = node2(s, "Reshape", "attn", o, s->shape_flat);
     snprintf(nm, sizeof nm, "layers.%d.out", li);
-    *x = node2(s, "Add", "resid", *x, linear(s, nm, o, &W->wo, W->bo));
+    *x = node2(s, "Add", "resid", *x, linear(s, li, SPARK_A16_ATTN_OUT_IN, nm, o, &W->wo, W->bo));
 }
 
 static void mlp(step_ctx *s, int li, const char **x)
@@ -138,16 +141,16 @@ static void mlp(step_ctx *s, int li, const char **x)
     snprintf(nm, sizeof nm, "layers.%d.mlp_norm", li);
     const char *h = go_rmsnorm(&s->o, nm, *x, W->mlp_norm, s->c->hidden);
     snprintf(nm, sizeof nm, "layers.%d.ffn_gate", li);
-    const char *g = linear(s, nm, h, &W->w_gate, W->b_gate);
+    const char *g = linear(s, li, SPARK_A16_MLP_IN, nm, h, &W->w_gate, W->b_gate);
     snprintf(nm, sizeof nm, "layers.%d.ffn_up", li);
-    const char *u = linear(s, nm, h, &W->w_up, W->b_up);
+    const char *u = linear(s, li, SPARK_A16_MLP_IN, nm, h, &W->w_up, W->b_up);
     /* exact GELU, as x * (erf(x / sqrt 2) + 1) * 0.5: the decomposition QNN
      * fuses into one GELU (Erf alone is not an HTP op) */
     const char *e = node1(s, "Erf", "gelu", node2(s, "Div", "gelu", g, s->sqrt2));
     const char *gelu = node2(s, "Mul", "gelu", node2(s, "Mul", "gelu", g, node2(s, "Add", "gelu", e, s->one)),
                              s->half_c);
     snprintf(nm, sizeof nm, "layers.%d.ffn_down", li);
-    *x = node2(s, "Add", "resid", *x, linear(s, nm, node2(s, "Mul", "ffn", gelu, u), &W->w_down, W->b_down));
+    *x = node2(s, "Add", "resid", *x, linear(s, li, SPARK_A16_DOWN_IN, nm, node2(s, "Mul", "ffn", gelu, u), &W->w_down, W->b_down));
 }
 
 /* Rotary tables and masks of each layer type. One token: cos/sin [1, half],
@@ -234,13 +237,13 @@ static size_t largest_matrix(const ember_model *m)
 }
 
 ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_layout *lay,
-                                      const char *model_path, og_data *data)
+                                      const float *act_range, const char *model_path, og_data *data)
 {
     const spark_config *c = &m->cfg;
     ember_status st = spark_decode_check_model(m);
     if (st) return st;
     const int64_t B = SPARK_ONNX_INT4_BLOCK;
-    if (lay->form == SPARK_ONNX_QDQ4 &&
+    if (spark_onnx_weight_bits(lay->form) == 4 &&
         (c->hidden % B || c->intermediate % B || ((int64_t)c->n_heads * c->head_dim) % B))
         return ember_fail(EMBER_ERR_UNSUPPORTED, "export: the int4 form needs hidden, intermediate "
                           "and heads x head_dim to be multiples of %d", (int)B);
@@ -252,6 +255,10 @@ ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_l
     s.c = c;
     s.lay = lay;
     s.T = lay->tokens;
+    s.act_range = spark_onnx_a16(lay->form) ? act_range : NULL;
+    if (spark_onnx_a16(lay->form) && !act_range)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "export: the %s form needs calibrated activation ranges",
+                          spark_onnx_form_name(lay->form));
     /* the transposed matrix plus one source row */
     size_t cols_max = (size_t)(c->hidden > c->intermediate ? c->hidden : c->intermediate);
     if ((size_t)c->n_heads * (size_t)c->head_dim > cols_max) cols_max = (size_t)c->n_heads * (size_t)c->head_dim;
@@ -286,6 +293,10 @@ ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_l
         mlp(&s, li, &x);
     }
     const char *h = go_rmsnorm(&s.o, "final_norm", x, m->final_norm, c->hidden);
+    if (s.act_range) {
+        const float *r = s.act_range + 2 * (c->n_layers * SPARK_A16_PER_LAYER);
+        h = go_qdq16(&s.o, "lm_head", h, r[0], r[1]);
+    }
     const char *lm_in[2] = {h, go_weight_t(&s.o, "lm_head.weight_t", &m->lm_head)};
     og_node_named(s.o.g, "MatMul", "logits", 2, lm_in, 0, NULL);
     const int64_t ldims[2] = {s.T, c->vocab};

@@ -27,10 +27,21 @@
  * tanh GELU, the all-full-attention benchmark mode. */
 ember_status spark_decode_check_model(const ember_model *m);
 
+/* The activations an a16 form quantizes, per layer: the input of q/k/v
+ * (and the gate), of the output projection, of ffn gate/up, of ffn down;
+ * then the lm head's input. act_range[2 * slot] holds [min, max]. */
+enum { SPARK_A16_ATTN_IN, SPARK_A16_ATTN_OUT_IN, SPARK_A16_MLP_IN, SPARK_A16_DOWN_IN, SPARK_A16_PER_LAYER };
+static inline int spark_a16_slots(const spark_config *c)
+{
+    return c->n_layers * SPARK_A16_PER_LAYER + 1;
+}
+
 /* Builds the graph (lay->tokens per run, in lay->form) and writes it to
  * model_path, its weights into data (shared with graphs written before:
- * weights already there are referenced, not written again). */
+ * weights already there are referenced, not written again). act_range:
+ * the calibrated ranges (spark_a16_slots pairs) an a16 form needs; NULL
+ * otherwise. */
 ember_status spark_decode_graph_write(const ember_model *m, const spark_decode_layout *lay,
-                                      const char *model_path, og_data *data);
+                                      const float *act_range, const char *model_path, og_data *data);
 
 #endif

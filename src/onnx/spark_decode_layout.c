@@ -4,7 +4,7 @@
 
 #include "base/status.h"
 
-static const char *const form_names[] = {"f32", "f16", "qdq8", "qdq4"};
+static const char *const form_names[] = {"f32", "f16", "qdq8", "qdq4", "qdq8a16", "qdq4a16", "lpbq4a16"};
 
 const char *spark_onnx_form_name(spark_onnx_form form)
 {

@@ -232,7 +232,7 @@ static void run_free(ort_runtime *rt, run_io *r)
     free(r->outputs);
 }
 
-ember_status spark_ort_open(const spark_config *c, const char *dir, const char *ort_lib,
+ember_status spark_ort_open(const spark_config *c, const char *dir, const ort_choice *rt,
                             int threads, spark_ort **out)
 {
     *out = NULL;
@@ -262,11 +262,10 @@ ember_status spark_ort_open(const spark_config *c, const char *dir, const char *
     }
     export_paths paths;
     if (!st && export_paths_of(dir, &paths)) st = ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
-    if (!st) st = ort_runtime_open(ort_lib, &s->rt);
+    if (!st) st = ort_runtime_open_choice(rt, &s->rt);
     /* exact dequantize-then-MatMul for QDQ weights: at higher levels ORT
      * fuses DQ->MatMul into MatMulNBits, which quantizes activations */
-    const int level = info.form == SPARK_ONNX_QDQ8 || info.form == SPARK_ONNX_QDQ4 ? ORT_OPTIMIZE_BASIC
-                                                                             : ORT_OPTIMIZE_ALL;
+    const int level = spark_onnx_weight_bits(info.form) ? ORT_OPTIMIZE_BASIC : ORT_OPTIMIZE_ALL;
     if (!st) st = ort_graph_load(s->rt, paths.model, threads, level, &s->step.g);
     if (!st) st = bind_run(s, &s->step);
     if (!st && s->chunk.T) st = ort_graph_load(s->rt, paths.prefill, threads, level, &s->chunk.g);

@@ -13,6 +13,7 @@
 
 #include "ember.h"
 #include "llm/spark_config.h"
+#include "onnx/ort_api.h"
 #include "onnx/spark_decode_layout.h"
 
 typedef struct spark_ort spark_ort;
@@ -29,9 +30,9 @@ typedef struct spark_ort_info {
 ember_status spark_ort_manifest(const spark_config *c, const char *dir, spark_ort_info *info);
 
 /* Opens dir (an `ember export onnx` folder for a model with config c) with
- * the ONNX Runtime library at ort_lib. threads: ORT's intra-op threads (0:
- * its choice). Fails when the manifest does not match c. */
-ember_status spark_ort_open(const spark_config *c, const char *dir, const char *ort_lib,
+ * the ONNX Runtime library and provider rt names. threads: ORT's intra-op
+ * threads (0: its choice). Fails when the manifest does not match c. */
+ember_status spark_ort_open(const spark_config *c, const char *dir, const ort_choice *rt,
                             int threads, spark_ort **out);
 void spark_ort_free(spark_ort *s);
 

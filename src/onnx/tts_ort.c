@@ -167,8 +167,7 @@ static ember_status run_open(tts_ort *o, step_run *r, const char *dir, int threa
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, tts_graph_file(r->lay.kind)) >= sizeof path)
         return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
     /* exact dequantize-then-MatMul for QDQ weights (see spark_ort.c) */
-    const int level = r->lay.form == SPARK_ONNX_QDQ8 || r->lay.form == SPARK_ONNX_QDQ4 ? ORT_OPTIMIZE_BASIC
-                                                                                 : ORT_OPTIMIZE_ALL;
+    const int level = spark_onnx_weight_bits(r->lay.form) ? ORT_OPTIMIZE_BASIC : ORT_OPTIMIZE_ALL;
     ember_status st = ort_graph_load(o->rt, path, threads, level, &r->g);
     const int ft = es == 2 ? ORT_FLOAT16 : ORT_FLOAT;
     const int64_t Ti = (int64_t)T, ed[2] = {Ti, r->lay.in_dim}, rd[3] = {Ti, 1, (int64_t)half},
@@ -235,7 +234,7 @@ static void run_reset(tts_ort *o, step_run *r)
     for (int32_t j = 0; j < r->lay.slots; j++) put(o, r->mask, (size_t)j, SPARK_ONNX_MASK_OFF);
 }
 
-ember_status tts_ort_open(const tts_config *c, const char *dir, const char *ort_lib, int threads,
+ember_status tts_ort_open(const tts_config *c, const char *dir, const ort_choice *rt, int threads,
                           tts_ort **out)
 {
     *out = NULL;
@@ -249,7 +248,7 @@ ember_status tts_ort_open(const tts_config *c, const char *dir, const char *ort_
     o->n_runs = chunk ? 3 : 2;
     for (int k = 0; k < o->n_runs && !st; k++)
         st = tts_step_layout_of(c, (tts_graph_kind)k, context, chunk, form, &o->run[k].lay);
-    if (!st) st = ort_runtime_open(ort_lib, &o->rt);
+    if (!st) st = ort_runtime_open_choice(rt, &o->rt);
     /* the talker first: the chunk binds its caches */
     for (int k = 0; k < o->n_runs && !st; k++) st = run_open(o, &o->run[k], dir, threads);
     if (st) {

@@ -13,15 +13,16 @@
 #include <stdint.h>
 
 #include "ember.h"
+#include "onnx/ort_api.h"
 #include "tts/qwen3_tts_config.h"
 
 typedef struct tts_ort tts_ort;
 
 /* Opens dir (an `ember export onnx` folder of a Qwen3-TTS model with
- * config c) with the ONNX Runtime library at ort_lib; threads: ORT's
+ * config c) with the ONNX Runtime library and provider rt names; threads: ORT's
  * intra-op threads (0: its choice). Fails when the manifest is not a
  * qwen3_tts one for a model of c's shape. */
-ember_status tts_ort_open(const tts_config *c, const char *dir, const char *ort_lib, int threads,
+ember_status tts_ort_open(const tts_config *c, const char *dir, const ort_choice *rt, int threads,
                           tts_ort **out);
 void tts_ort_free(tts_ort *o);
 

@@ -15,7 +15,7 @@ static ember_status check_stack(const tts_stack_config *c, const char *which, sp
         return ember_fail(EMBER_ERR_UNSUPPORTED, "export: the %s has LayerScale or a sliding window", which);
     if (!c->qk_norm)
         return ember_fail(EMBER_ERR_UNSUPPORTED, "export: the %s has no q/k norms", which);
-    if (form == SPARK_ONNX_QDQ4 &&
+    if (spark_onnx_weight_bits(form) == 4 &&
         (c->hidden % B || c->intermediate % B || ((int64_t)c->n_heads * c->head_dim) % B))
         return ember_fail(EMBER_ERR_UNSUPPORTED, "export: the int4 form needs the %s's hidden, "
                           "intermediate and heads x head_dim to be multiples of %d", which, (int)B);

@@ -8,6 +8,8 @@
 #include "base/pool.h"
 #include "base/status.h"
 #include "llm/batch.h"
+#include "llm/spark.h"
+#include "onnx/backend.h"
 #include "serve/format.h"
 #include "serve/prefix_cache.h"
 #include "generate/textgen.h"
@@ -46,7 +48,7 @@ struct sv_engine {
     const et_tokenizer *tok;
     sv_engine_params p;
     sv_metrics *metrics;
-    llm_batch *batch;
+    llm_batch *batch;   /* NULL on the onnx backend */
     sv_prefix_cache *prefix;
     pthread_t thread;
     int started;
@@ -68,6 +70,11 @@ struct sv_engine {
     int *row_slot;
     float *logits;      /* vocab: the sampler works on a copy */
     int decode_step_id; /* stats: the batched decode call's series */
+    /* the onnx backend: each sequence's session holds its own ORT graphs
+     * and caches (per-slot state); finished ones wait here, reset, for the
+     * next sequence, so the graphs are loaded once per slot, not per request */
+    ember_session **idle;
+    int n_idle;
 };
 
 size_t sv_engine_kv_bytes(const sv_engine *e, const sv_job *j)
@@ -106,7 +113,11 @@ static int on_event(void *user, const et_toolcall_event *ev)
 static void release_slot(sv_engine *e, int i)
 {
     slot *s = &e->slots[i];
-    if (s->keep && s->s) {
+    if (!e->batch && s->s) {
+        ember_session_reset(s->s);
+        e->idle[e->n_idle++] = s->s;
+        free(s->held);
+    } else if (s->keep && s->s) {
         sv_prefix_cache_put(e->prefix, s->s, s->held, s->n_held, s->snaps, s->n_snaps);
     } else {
         ember_session_free(s->s);
@@ -235,7 +246,12 @@ static int start_slot(sv_engine *e, slot *s)
     sp.kv_type = e->p.kv_type;
     et_textgen_params gp = j->gp;
     gp.stats = e->p.stats;
-    if (ember_session_create(e->m, &sp, &s->s) ||
+    if (!e->batch) { /* onnx: ORT runs the step on its intra-op threads */
+        sp.max_context = e->p.ctx;
+        sp.n_threads = e->p.n_threads;
+        if (e->n_idle) s->s = e->idle[--e->n_idle];
+    }
+    if ((!s->s && ember_session_create(e->m, &sp, &s->s)) ||
         et_textgen_create(e->tok, ember_model_vocab_size(e->m), &gp, on_event, j, &s->gen) ||
         et_textgen_begin(s->gen, j->prompt, j->n_prompt)) {
         fail_job(j, 500, "server_error", NULL, ember_last_error());
@@ -309,6 +325,26 @@ static void admit(sv_engine *e)
     }
 }
 
+/* The onnx backend's decode: each row's session runs its own step through
+ * ORT, one after the other (no batch: a graph takes one token), then
+ * samples; a failing row ends alone. */
+static void decode_each(sv_engine *e, int n)
+{
+    for (int r = 0; r < n; r++) {
+        slot *s = &e->slots[e->row_slot[r]];
+        double t_step = ember_stats_start(e->p.stats);
+        if (ember_session_decode(s->s, e->ids[r])) {
+            fail_job(s->job, 500, "server_error", NULL, ember_last_error());
+            s->over = 1;
+            continue;
+        }
+        ember_stats_stop(e->p.stats, e->decode_step_id, t_step);
+        s->held[s->n_held++] = e->ids[r];
+        s->over = sample(e, s) != 0;
+        ember_stats_stop(e->p.stats, EMBER_STAT_TOKEN, t_step);
+    }
+}
+
 /* One engine step over the admitted sequences (no lock held). Returns the
  * tokens it ran: 0 when every sequence waits for its reader. */
 static int step(sv_engine *e)
@@ -344,10 +380,13 @@ static int step(sv_engine *e)
                 size_t left = j->n_prompt - s->prefilled;
                 size_t n = left < (size_t)e->p.prefill_piece ? left : (size_t)e->p.prefill_piece;
                 /* a piece ends at the next message boundary, to snapshot it */
-                if (s->next_bound < j->n_bounds && (size_t)j->bounds[s->next_bound] - s->prefilled < n)
+                if (e->batch && s->next_bound < j->n_bounds &&
+                    (size_t)j->bounds[s->next_bound] - s->prefilled < n)
                     n = (size_t)j->bounds[s->next_bound] - s->prefilled;
                 double t0 = ember_stats_start(e->p.stats);
-                ember_status st = llm_batch_prefill(e->batch, s->s, s->job->prompt + s->prefilled, n);
+                const int32_t *ids = s->job->prompt + s->prefilled;
+                ember_status st = e->batch ? llm_batch_prefill(e->batch, s->s, ids, n)
+                                           : ember_session_prefill(s->s, ids, n);
                 if (e->p.stats) s->prefill_ms += ember_clock_ms() - t0;
                 if (st) {
                     fail_job(s->job, 500, "server_error", NULL, ember_last_error());
@@ -384,7 +423,7 @@ static int step(sv_engine *e)
      * every weight read once for all of them); a chunk that does not fit
      * the step's rows runs a verify pass of its own */
     int n = 0, n_ids = 0, verified = 0;
-    const int32_t max_ids = llm_batch_max_total_rows(e->batch);
+    const int32_t max_ids = e->batch ? llm_batch_max_total_rows(e->batch) : e->n_slots;
     for (int i = 0; i < e->n_slots; i++) {
         slot *s = &e->slots[i];
         if (!s->decoding || (s->job->req.stream && sv_job_unread(s->job) > MAX_UNREAD_BYTES)) continue;
@@ -408,6 +447,10 @@ static int step(sv_engine *e)
         e->outs[n] = rows;
         e->row_slot[n++] = i;
         n_ids += count;
+    }
+    if (!e->batch && n) { /* onnx: one row a sequence (no speculation there) */
+        decode_each(e, n);
+        n = 0; /* sampled there */
     }
     double t_step = ember_stats_start(e->p.stats);
     ember_status decoded = n ? llm_batch_run(e->batch, e->rows, e->ids, e->counts, n, e->outs) : EMBER_OK;
@@ -505,6 +548,18 @@ int sv_engine_submit(sv_engine *e, sv_job *j, sv_error *err)
     return rc;
 }
 
+/* The onnx backend's first slot session, opened at start. */
+static ember_status open_onnx_session(sv_engine *e)
+{
+    ember_session_params sp = ember_session_default_params();
+    sp.max_context = e->p.ctx;
+    sp.n_threads = e->p.n_threads;
+    sp.prefill_chunk = 1;
+    ember_status st = ember_session_create(e->m, &sp, &e->idle[0]);
+    if (!st) e->n_idle = 1;
+    return st;
+}
+
 ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
                               const sv_engine_params *p, sv_metrics *metrics, sv_engine **out)
 {
@@ -526,28 +581,47 @@ ember_status sv_engine_create(const ember_model *model, const et_tokenizer *tok,
     if (!e->p.kv_budget)
         e->p.kv_budget = (size_t)p->max_seqs * (llm_session_kv_bytes(model, p->ctx, p->kv_type) +
                                                 (p->draft ? llm_session_kv_bytes(p->draft, p->ctx, p->kv_type) : 0));
+    if (model->onnx) {
+        /* the ORT caches live in each session's host loop: the prefix
+         * cache's native KV snapshots cannot resume them */
+        e->p.prefix_cache_bytes = 0;
+        e->p.prefix_cache_dir = NULL;
+        /* prompt pieces in whole prefill chunks, so a prompt runs through
+         * the graphs exactly as one ember_session_prefill call runs it */
+        const int32_t chunk = model->onnx->prefill_chunk;
+        if (chunk > 1) e->p.prefill_piece = p->prefill_piece < chunk ? chunk : p->prefill_piece / chunk * chunk;
+    }
     pthread_mutex_init(&e->mu, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cv, &attr);
     pthread_condattr_destroy(&attr);
-    ember_status st = llm_batch_create(model, p->max_seqs, p->n_threads, &e->batch);
+    ember_status st = EMBER_OK;
+    if (model->onnx && p->draft)
+        st = ember_fail(EMBER_ERR_UNSUPPORTED, "engine: speculative decoding is not available with the onnx "
+                        "backend (its graph runs one token per step)");
+    else if (model->onnx && !(e->idle = calloc((size_t)p->max_seqs, sizeof *e->idle)))
+        st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
+    else if (model->onnx)
+        st = open_onnx_session(e); /* a folder or provider ORT refuses fails here, not per request */
+    else
+        st = llm_batch_create(model, p->max_seqs, p->n_threads, &e->batch);
     if (!st) {
         e->queue = calloc((size_t)p->max_queue, sizeof *e->queue);
         e->slots = calloc((size_t)p->max_seqs, sizeof *e->slots);
         e->rows = calloc((size_t)p->max_seqs, sizeof *e->rows);
-        e->ids = calloc((size_t)llm_batch_max_total_rows(e->batch), sizeof *e->ids);
+        e->ids = calloc((size_t)(e->batch ? llm_batch_max_total_rows(e->batch) : p->max_seqs), sizeof *e->ids);
         e->counts = calloc((size_t)p->max_seqs, sizeof *e->counts);
         e->outs = calloc((size_t)p->max_seqs, sizeof *e->outs);
         e->row_slot = calloc((size_t)p->max_seqs, sizeof *e->row_slot);
         e->logits = calloc((size_t)ember_model_vocab_size(model), sizeof *e->logits);
-        e->prefix = sv_prefix_cache_create(p->prefix_cache_bytes, 64, metrics);
+        e->prefix = sv_prefix_cache_create(e->p.prefix_cache_bytes, 64, metrics);
         if (!e->queue || !e->slots || !e->rows || !e->ids || !e->counts || !e->outs || !e->row_slot ||
             !e->logits || !e->prefix)
             st = ember_fail(EMBER_ERR_NO_MEMORY, "out of memory creating the engine");
-        if (!st && p->prefix_cache_dir)
-            st = sv_prefix_cache_persist(e->prefix, p->prefix_cache_dir, model, p->kv_type, NULL, NULL);
+        if (!st && e->p.prefix_cache_dir)
+            st = sv_prefix_cache_persist(e->prefix, e->p.prefix_cache_dir, model, p->kv_type, NULL, NULL);
         /* the batched decode call as a whole, beside its layer types */
         e->decode_step_id = p->stats ? ember_stats_find(p->stats, "decode_step") : -1;
         if (!st && p->stats && e->decode_step_id < 0)
@@ -591,6 +665,8 @@ void sv_engine_free(sv_engine *e)
     if (!e) return;
     sv_engine_shutdown(e);
     llm_batch_free(e->batch);
+    for (int i = 0; i < e->n_idle; i++) ember_session_free(e->idle[i]);
+    free(e->idle);
     sv_prefix_cache_free(e->prefix);
     free(e->queue);
     free(e->slots);

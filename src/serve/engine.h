@@ -28,6 +28,19 @@
  * sampler and detokenizer call.
  * A full queue refuses at submission (503 with Retry-After).
  *
+ * On the onnx backend (a model loaded with "onnx:DIR") there is no batch:
+ * ORT runs a graph of one token (or one prefill chunk) per call over host
+ * buffers its session owns, so each slot holds its own ember session with
+ * its own ORT sessions and caches (per-slot state; each slot's ORT copy of
+ * the weights costs memory: --max-seqs 1 runs sequences one at a time).
+ * Step 4 runs the slots' steps one after another on the engine thread,
+ * each on ORT's intra-op threads (n_threads). A finished slot's session is
+ * reset and kept for the next sequence (graphs load once per slot). The
+ * prefix cache (native KV snapshots) and speculation are off; prompt
+ * pieces are whole prefill chunks, so a prompt runs through the graphs as
+ * one ember_session_prefill call runs it, and the served context is the
+ * graphs' bucket.
+ *
  * Speech (/v1/audio/speech) is not served yet: a TTS engine would be a
  * second engine of the same shape (its own thread, queue and jobs, writing
  * audio bytes into the job instead of SSE text), registered beside this

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "llm/spark.h"
+#include "onnx/backend.h"
 #include "serve/prefix_cache.h"
 #include "serve/server_internal.h"
 #include "serve/ui_assets.h"
@@ -165,6 +167,10 @@ static int job_speculate(const sv_server *s, sv_job *j, sv_error *e)
     const sv_speculate server = !s->p.draft_max ? SV_SPECULATE_OFF
                               : s->draft ? SV_SPECULATE_DRAFT : SV_SPECULATE_NGRAM;
     j->speculate = r->speculate ? r->speculate : server;
+    if (j->speculate != SV_SPECULATE_OFF && s->model->onnx)
+        return sv_error_set(e, 400, "invalid_request_error", "speculate", NULL,
+                            "speculative decoding is not available with the onnx backend (its graph runs one "
+                            "token per step)");
     if (j->speculate == SV_SPECULATE_DRAFT && !s->draft)
         return sv_error_set(e, 400, "invalid_request_error", "speculate", "drafter_not_loaded",
                             "speculate \"draft\": this server has no draft model (start it with "

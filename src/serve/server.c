@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include "base/status.h"
+#include "llm/spark.h"
+#include "onnx/backend.h"
 #include "speculate/draft_model.h"
 
 void sv_server_params_default(sv_server_params *p)
@@ -68,6 +70,9 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
     if (!st) st = et_model_stop_ids(p->model_dir, s->tok, s->stop_ids, SV_MAX_STOP_IDS, &s->n_stop_ids);
     if (!st) st = et_model_sampling_defaults(p->model_dir, &s->sampling);
     if (!st) st = ember_model_load(p->model_dir, &p->model, &s->model);
+    if (!st && s->model->onnx && p->draft_max)
+        st = ember_fail(EMBER_ERR_UNSUPPORTED, "speculative decoding is not available with the onnx backend (its "
+                        "graph runs one token per step)");
     if (!st && p->draft_dir) st = load_draft(s, p);
     if (!st) {
         sv_engine_params ep = {p->max_seqs, p->ctx, p->n_threads,
@@ -75,13 +80,23 @@ ember_status sv_server_start(const sv_server_params *p, sv_server **out)
                                p->kv_budget, p->kv_type, 256, p->prefix_cache_bytes, p->stats,
                                p->prefix_cache_dir, s->draft};
         if (ep.ctx > ember_model_max_positions(s->model)) ep.ctx = ember_model_max_positions(s->model);
+        /* an exported graph's context bucket is as far as its sessions go */
+        if (s->model->onnx && ep.ctx > s->model->onnx->context) ep.ctx = s->model->onnx->context;
         s->p.ctx = ep.ctx;
         st = sv_engine_create(s->model, s->tok, &ep, &s->metrics, &s->engine);
     }
     if (!st && p->tts_dir) {
         sv_speech_params sp = {p->tts_dir, p->tts_weight_type, p->n_threads, 0, p->timeout_s, 0,
-                               p->tts_max_frames, p->tts_calibration, p->tts_voices};
-        st = sv_speech_create(&sp, &s->metrics, &s->speech);
+                               p->tts_max_frames, p->tts_calibration, p->tts_voices, NULL,
+                               p->model.onnx_runtime, p->model.onnx_provider, p->model.onnx_options};
+        if (p->tts_backend && strcmp(p->tts_backend, "cpu")) {
+            if (strncmp(p->tts_backend, "onnx:", 5) || !p->tts_backend[5])
+                st = ember_fail(EMBER_ERR_INVALID_ARG, "tts backend '%s': expected cpu or onnx:DIR", p->tts_backend);
+            sp.onnx_dir = p->tts_backend + 5;
+            /* the calibration timed this machine's native steps */
+            sp.calibration = NULL;
+        }
+        if (!st) st = sv_speech_create(&sp, &s->metrics, &s->speech);
     }
     if (!st) st = sv_http_start(s);
     if (st) {

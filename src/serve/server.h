@@ -45,6 +45,8 @@ typedef struct sv_server_params {
     const struct edge_calibration *tts_calibration; /* its chunking (NULL: the default ramp) */
     int32_t tts_max_frames;  /* audio frames per speech request; 0: 4096 */
     const char *tts_voices;  /* a directory of saved voices (a Base model's); NULL: none */
+    const char *tts_backend; /* "onnx:DIR": its talker and predictor steps on ONNX
+                                Runtime (model.onnx_runtime's library); NULL: native */
     ember_stats *stats;      /* the text engine's step statistics (engine.h); NULL:
                                 off. The caller's: read it after sv_server_stop. */
     int32_t draft_max;       /* > 0: requests speculate unless they say otherwise

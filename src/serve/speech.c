@@ -230,6 +230,10 @@ ember_status sv_speech_create(const sv_speech_params *p, sv_metrics *metrics, sv
     c2w_model_params dp = {EMBER_TYPE_F32, NULL, 1};
     tts_session_params sp = tts_session_default_params();
     sp.n_threads = p->n_threads;
+    sp.onnx_dir = p->onnx_dir;
+    sp.onnx_runtime = p->onnx_runtime;
+    sp.onnx_provider = p->onnx_provider;
+    sp.onnx_options = p->onnx_options;
     /* the prompt (the input's tokens and ~20 more) and every frame */
     sp.max_context = s->p.max_frames + 2 * (int32_t)s->p.max_input_bytes + 64; /* input and instructions */
     c2w_stream_params cp = c2w_stream_default_params();

@@ -29,6 +29,11 @@ typedef struct sv_speech_params {
      * controller per request when it says so; NULL: the default ramp */
     const edge_calibration *calibration;
     const char *voices_dir;  /* saved voices for a Base model (speech_voices.h); NULL: none */
+    const char *onnx_dir;    /* the talker and predictor steps on ONNX Runtime: an `ember
+                                export onnx` folder of this model; NULL: native */
+    const char *onnx_runtime; /* its libonnxruntime (NULL: libonnxruntime.so.1), */
+    const char *onnx_provider; /* provider and options (ort_api.h's ort_choice) */
+    const char *onnx_options;
 } sv_speech_params;
 
 typedef struct sv_speech sv_speech;

@@ -414,7 +414,7 @@ static int32_t tail_frames(const c2w_stream *s)
 
 c2w_stream_params c2w_stream_default_params(void)
 {
-    c2w_stream_params p = {0, 25, NULL, NULL};
+    c2w_stream_params p = {0, 25, NULL, NULL, NULL, NULL};
     return p;
 }
 
@@ -487,9 +487,10 @@ ember_status c2w_stream_create(const c2w_model *m, const c2w_stream_params *p, c
     s->m = m;
     s->frames_per_pass = q.frames_per_pass;
     ember_status st = build(s, &q);
-    if (!st && q.onnx_dir)
-        st = c2w_ort_open(&m->cfg, q.onnx_dir, q.onnx_runtime ? q.onnx_runtime : "libonnxruntime.so.1",
-                          q.n_threads, &s->ort);
+    if (!st && q.onnx_dir) {
+        const ort_choice rt = {q.onnx_runtime, q.onnx_provider, q.onnx_options};
+        st = c2w_ort_open(&m->cfg, q.onnx_dir, &rt, q.n_threads, &s->ort);
+    }
     if (st) {
         c2w_stream_free(s);
         return st;

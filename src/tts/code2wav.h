@@ -117,12 +117,14 @@ typedef struct c2w_stream_params {
     int32_t n_threads;       /* incl. the caller; 0 = one per online CPU */
     int32_t frames_per_pass; /* frames the front stages take at once; 0 = 25 */
     /* an `ember export onnx` folder whose speech decoder graphs ONNX
-     * Runtime (the library at onnx_runtime, NULL: libonnxruntime.so.1)
-     * runs instead of the native stages, n_threads intra-op threads (the
+     * Runtime (the library at onnx_runtime, NULL: libonnxruntime.so.1,
+     * with the execution provider and options named as in
+     * ember_model_params) runs instead of the native stages, n_threads intra-op threads (the
      * stream's thread controls then do nothing); a folder without decoder
      * graphs keeps the native decoder. NULL: native. */
     const char *onnx_dir;
     const char *onnx_runtime;
+    const char *onnx_provider, *onnx_options;
 } c2w_stream_params;
 
 c2w_stream_params c2w_stream_default_params(void);

@@ -23,7 +23,7 @@ double tts_now_ms(void)
 
 tts_session_params tts_session_default_params(void)
 {
-    tts_session_params p = {4096, 64, 0, NULL, NULL};
+    tts_session_params p = {4096, 64, 0, NULL, NULL, NULL, NULL};
     return p;
 }
 
@@ -82,8 +82,8 @@ ember_status tts_session_create(const tts_model *m, const tts_session_params *pa
     s->exec.kernels = m->kernels;
     ember_status st = p.n_threads > 1 ? pool_create(p.n_threads, &s->exec.pool) : EMBER_OK;
     if (!st && p.onnx_dir) {
-        st = tts_ort_open(&m->cfg, p.onnx_dir, p.onnx_runtime ? p.onnx_runtime : "libonnxruntime.so.1",
-                          p.n_threads, &s->ort);
+        const ort_choice rt = {p.onnx_runtime, p.onnx_provider, p.onnx_options};
+        st = tts_ort_open(&m->cfg, p.onnx_dir, &rt, p.n_threads, &s->ort);
         /* the graphs' bucket bounds the talker's positions; prompts go in
          * the talker prefill graph's chunks (the rest as steps) */
         if (!st && s->p.max_context > tts_ort_context(s->ort)) s->p.max_context = tts_ort_context(s->ort);

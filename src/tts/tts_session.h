@@ -26,6 +26,8 @@ typedef struct tts_session_params {
      * capped at the graphs' bucket */
     const char *onnx_dir;
     const char *onnx_runtime;
+    const char *onnx_provider; /* ort_api.h's ort_choice: NULL: CPU */
+    const char *onnx_options;
 } tts_session_params;
 
 tts_session_params tts_session_default_params(void);

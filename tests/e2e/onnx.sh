@@ -267,6 +267,39 @@ else
     if grep -q '"qdq8"' "$tmp/demo_qdq8/manifest.json" && ! grep -qa MatMulNBits "$tmp/demo_qdq8/decode.onnx" &&
        grep -qa DequantizeLinear "$tmp/demo_qdq8/decode.onnx"; then pass qdq8_graph_dequantizes_weights_without_matmulnbits
     else fail qdq8_graph_dequantizes_weights_without_matmulnbits; fi
+    # qdq8a16: uint16 QDQ on every weight MatMul's input (33 on demo: 4 per
+    # layer and the lm head), scales from ember's native calibration run.
+    # Measured against native f32: min 22.9 dB, mean 41.0 dB, top-1 199/200
+    # (qdq8 alone: 28.6 / 42.9 / 199); without the recorded ranges (scale 1)
+    # it falls to mean 6 dB and 13/60 tokens, so floors of 15 dB and 95%
+    # separate a working calibration from a broken one
+    "$EMBER" export onnx -m models/demo -o "$tmp/demo_a16" --context 256 --prefill-chunk 32 --dtype qdq8a16 >/dev/null
+    if "$EMBER" export onnx --check "$tmp/demo_a16" >/dev/null && $PY - "$tmp/demo_a16" <<'PY'
+import json, sys, onnx, onnx.numpy_helper
+d = sys.argv[1]
+cal = json.load(open(d + "/manifest.json"))["calibration"]
+assert cal["tokens"] > 100 and cal["quantized_activations"] == 33, cal
+for f in ("decode.onnx", "prefill.onnx"):
+    g = onnx.load(d + "/" + f, load_external_data=False).graph
+    inits = {t.name: t for t in g.initializer}
+    q = [n for n in g.node if n.op_type == "QuantizeLinear"]
+    assert len(q) == 33, len(q)
+    for n in q:
+        scale, zero = inits[n.input[1]], inits[n.input[2]]
+        assert zero.data_type == onnx.TensorProto.UINT16 and list(zero.dims) == [] and list(scale.dims) == []
+        s = onnx.numpy_helper.to_array(scale)
+        assert 0 < s < 1, (n.name, s)  # a real range over 65535 steps, not the unit fallback
+    users = {i for n in g.node if n.op_type == "MatMul" for i in n.input}
+    assert all(any(o in users for o in m.output) for m in g.node
+               if m.op_type == "DequantizeLinear" and m.input[0] in {x.output[0] for x in q})
+PY
+    then pass qdq8a16_graph_quantizes_matmul_inputs_to_uint16; else fail qdq8a16_graph_quantizes_matmul_inputs_to_uint16; fi
+    out=$("$PARITY" models/demo "$tmp/demo_a16" "$lib" 200 15 0.95 2>&1)
+    if [ $? -eq 0 ]; then pass onnx_qdq8a16_demo_snr_and_top1; sed "s/^/     /" <<<"$out"
+    else fail onnx_qdq8a16_demo_snr_and_top1 "$out"; fi
+    expect_error export_a16_tts_refused "Spark models only" "$EMBER" export onnx -m models/tts-tiny -o "$tmp/y" --dtype qdq8a16
+    expect_error export_a16_calib_missing "cannot read" "$EMBER" export onnx -m models/demo -o "$tmp/y" --dtype qdq8a16 \
+      --calib "$tmp/none.txt"
     # qdq4 (int4 blocks of 64, opset 21): the weights read back from the
     # file's nibbles and block scales (numpy, apart from ember's writer) are
     # the f32 export's within round-to-nearest int4 noise (measured 19.3-19.7
@@ -299,6 +332,46 @@ for n in names:
     assert list(q[n + ".zero_point"].dims) == list(st.dims) and q[n + ".zero_point"].data_type == 22
 PY
     then pass qdq4_weights_read_back_within_int4_noise; else fail qdq4_weights_read_back_within_int4_noise; fi
+    # lpbq4a16 (QNN's LPBQ): each block's scale is a uint8 integer times an
+    # f32 scale per column, a DequantizeLinear feeding the int4 one's scale;
+    # read back with numpy the weights are the f32 export's within int4
+    # noise (measured 18.9-19.9 dB on tiny), and through ORT the tiny model's
+    # logits stay at the qdq4 form's 11.6 dB with every greedy token (demo:
+    # mean 19.3 dB, 182/200, qdq4a16 19.4 dB, 184/200)
+    "$EMBER" export onnx -m models/tiny -o "$tmp/tl" --context 64 --prefill-chunk 0 --dtype lpbq4a16 >/dev/null
+    if "$EMBER" export onnx --check "$tmp/tl" >/dev/null && $PY - "$tmp/t32" "$tmp/tl" <<'PY'
+import sys, onnx, numpy as np
+def ext(d, t):
+    if not t.external_data: return t.raw_data
+    kv = {e.key: e.value for e in t.external_data}
+    with open(d + "/" + kv["location"], "rb") as f:
+        f.seek(int(kv["offset"])); return f.read(int(kv["length"]))
+def graph(d):
+    return onnx.load(d + "/decode.onnx", load_external_data=False).graph
+f, g = graph(sys.argv[1]), graph(sys.argv[2])
+fi, q = {t.name: t for t in f.initializer}, {t.name: t for t in g.initializer}
+dq = {n.input[0]: n for n in g.node if n.op_type == "DequantizeLinear"}  # by what it dequantizes
+made = {o: n for n in g.node for o in n.output}
+names = [n for n in fi if n.endswith(".weight_t")]
+assert len(names) >= 20
+for n in names:
+    w = np.frombuffer(ext(sys.argv[1], fi[n]), np.float32).reshape(fi[n].dims)
+    b = np.frombuffer(ext(sys.argv[2], q[n + ".int4"]), np.uint8)
+    v = np.stack([b & 15, b >> 4], 1).reshape(-1)[: w.size].astype(np.int8)
+    v[v > 7] -= 16
+    u, ch = q[n + ".block_scale_u8"], q[n + ".channel_scale"]
+    assert u.data_type == onnx.TensorProto.UINT8 and list(ch.dims) == [w.shape[1]]
+    scale_node = made[dq[n + ".int4"].input[1]]
+    assert scale_node.op_type == "DequantizeLinear" and list(scale_node.input[:2]) == [u.name, ch.name]
+    sc = np.frombuffer(ext(sys.argv[2], u), np.uint8).reshape(u.dims) * np.frombuffer(ext(sys.argv[2], ch), np.float32)
+    deq = v.reshape(w.shape) * np.repeat(sc, 64, axis=0)
+    snr = 10 * np.log10((w ** 2).sum() / ((deq - w) ** 2).sum())
+    assert snr > 17, (n, snr)
+PY
+    then pass lpbq4a16_weights_read_back_within_int4_noise; else fail lpbq4a16_weights_read_back_within_int4_noise; fi
+    out=$("$PARITY" models/tiny "$tmp/tl" "$lib" 64 8 0.95 2>&1)
+    if [ $? -eq 0 ]; then pass onnx_lpbq4a16_tiny_runs_on_ort; sed "s/^/     /" <<<"$out"
+    else fail onnx_lpbq4a16_tiny_runs_on_ort "$out"; fi
     "$EMBER" export onnx -m models/demo -o "$tmp/demo_qdq4" --context 256 --prefill-chunk 32 --dtype qdq4 >/dev/null
     out=$("$PARITY" models/demo "$tmp/demo_qdq4" "$lib" 200 -100 0.85 2>&1)
     if [ $? -eq 0 ]; then pass onnx_qdq4_demo_top1; sed "s/^/     /" <<<"$out"
@@ -339,6 +412,25 @@ PY
   tts_checks "$lib"
   expect_error generate_backend_missing_runtime "cannot load" "$EMBER" generate -m models/tiny -p hi -n 2 \
     --backend "onnx:$tmp/x" --onnx-runtime "$tmp/none.so"
+  # execution providers: one this CPU build lacks is named with the
+  # library's own (the by-name call for qnn, CUDA's own entry points), a
+  # provider option needs a provider, and session config entries reach ORT
+  # (disabling the CPU fallback with no other provider refuses the graph)
+  tiny_onnx=(generate -m models/tiny -p hi -n 2 --backend "onnx:$tmp/x" --onnx-runtime "$lib")
+  expect_error onnx_provider_qnn_missing "execution provider 'qnn' (QNN) cannot be added" "$EMBER" "${tiny_onnx[@]}" \
+    --onnx-provider qnn --onnx-option backend_path=libQnnHtp.so
+  expect_error onnx_provider_lists_the_library_s "(this library has: " "$EMBER" "${tiny_onnx[@]}" --onnx-provider qnn
+  expect_error onnx_provider_cuda_missing "execution provider 'cuda' (CUDA) cannot be added" "$EMBER" "${tiny_onnx[@]}" \
+    --onnx-provider cuda --onnx-option device_id=0
+  expect_error onnx_option_needs_provider "name the provider" "$EMBER" "${tiny_onnx[@]}" --onnx-option backend_path=x
+  expect_error onnx_option_malformed "bad value 'backend_path'" "$EMBER" "${tiny_onnx[@]}" --onnx-option backend_path
+  expect_error onnx_session_option_applied "fallback to CPU EP has been explicitly disabled" "$EMBER" "${tiny_onnx[@]}" \
+    --onnx-option session.intra_op.allow_spinning=0 --onnx-option session.disable_cpu_ep_fallback=1
+  expect_ok onnx_provider_cpu_with_session_option "$EMBER" "${tiny_onnx[@]}" --onnx-provider CPU \
+    --onnx-option session.intra_op.allow_spinning=0
+  expect_error tts_onnx_provider_qnn_missing "execution provider 'qnn' (QNN) cannot be added" "$EMBER" tts-codes \
+    -m models/tts-tiny --text hi --speaker ryan --max-frames 2 --backend "onnx:$tmp/tts" --onnx-runtime "$lib" \
+    --onnx-provider qnn
 fi
 expect_error generate_backend_missing_dir "manifest.json" "$EMBER" generate -m models/tiny -p hi -n 2 --backend "onnx:$tmp/none"
 expect_error generate_backend_unknown "bad value 'gpu'" "$EMBER" generate -m models/tiny -p hi -n 2 --backend gpu

@@ -77,7 +77,8 @@ static int stages(const char *dir, const char *lib, const c2w_config *c, const i
                   float *pcm, const float *ref, double *worst)
 {
     c2w_ort *o;
-    if (c2w_ort_open_stages(c, dir, lib, 1, &o) != EMBER_OK) return 1;
+    const ort_choice rt = {lib, NULL, NULL};
+    if (c2w_ort_open_stages(c, dir, &rt, 1, &o) != EMBER_OK) return 1;
     int32_t N;
     c2w_ort_sizes(o, &N, 1);
     const int32_t q = c->n_quantizers, spf = c->samples_per_frame;

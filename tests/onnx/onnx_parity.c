@@ -148,7 +148,7 @@ int main(int argc, char **argv)
     ember_session *sess = NULL;
     spark_ort *ort = NULL;
     if (ember_model_load(argv[1], &mp, &model) != EMBER_OK ||
-        spark_ort_open(&model->cfg, argv[2], argv[3], 1, &ort) != EMBER_OK) {
+        spark_ort_open(&model->cfg, argv[2], &(ort_choice){argv[3], NULL, NULL}, 1, &ort) != EMBER_OK) {
         fprintf(stderr, "onnx_parity: %s\n", ember_last_error());
         ember_model_free(model);
         return 1;
