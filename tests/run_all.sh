@@ -52,26 +52,29 @@ run_cases() { # run_cases LABEL COMMAND [ARGS...]
   rm -f "$out"
 }
 
-# Runs single-threaded commands two at a time (the CI machine has two
-# cores): each pair's output is counted in order once both have ended.
-# Arguments: LABEL and a command line (one word list, eval'd) per case.
-run_pairs() { # run_pairs LABEL1 CMD1 [LABEL2 CMD2 ...]
-  local dir t0 i; dir=$(mktemp -d)
+# Runs commands two at a time (the CI machine has two cores; most of these
+# are one process on one core): a new one starts as soon as one ends, and
+# the outputs are counted in the given order once all have ended.
+# Arguments: LABEL and a command line (eval'd) per case.
+run_pool() { # run_pool LABEL1 CMD1 [LABEL2 CMD2 ...]
+  local dir n=0 running=0 k labels=(); dir=$(mktemp -d)
   while [ $# -gt 0 ]; do
-    t0=$SECONDS
-    for i in 1 2; do
-      [ $# -gt 0 ] || break
-      ( (eval "$2") >"$dir/$i.out" 2>&1; echo $? >"$dir/$i.rc" ) &
-      echo "$1" >"$dir/$i.label"; shift 2
-    done
-    wait
-    for i in 1 2; do
-      [ -f "$dir/$i.label" ] || continue
-      count_cases "$(cat "$dir/$i.label")" "$dir/$i.out" "$(cat "$dir/$i.rc")" $((SECONDS - t0))
-      rm -f "$dir/$i".*
-    done
+    if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+    labels[n]=$1
+    ( t0=$SECONDS; (eval "$2") >"$dir/$n.out" 2>&1; echo $? >"$dir/$n.rc"; echo $((SECONDS - t0)) >"$dir/$n.s" ) &
+    running=$((running + 1)); n=$((n + 1)); shift 2
+  done
+  wait
+  for ((k = 0; k < n; k++)); do
+    count_cases "${labels[k]}" "$dir/$k.out" "$(cat "$dir/$k.rc")" "$(cat "$dir/$k.s")"
   done
   rm -rf "$dir"
+}
+
+# Every unit test binary under DIR, as run_pool's arguments, labelled PREFIX+name.
+unit_tests() { # unit_tests DIR PREFIX
+  local t
+  for t in "$1"/test_*; do [ -x "$t" ] && printf '%s\0%s\0' "$2$(basename "$t")" "$t"; done
 }
 
 phase "build (warnings are errors)"
@@ -79,7 +82,8 @@ if make -j"$JOBS" all tests >/tmp/ember-build.log 2>&1; then record build 0
 else cat /tmp/ember-build.log; record build 1; fi
 
 phase "unit tests"
-for t in build/tests/test_*; do [ -x "$t" ] && run_cases "$(basename "$t")" "$t"; done
+mapfile -d '' cases < <(unit_tests build/tests "")
+run_pool "${cases[@]}"
 
 phase "NEON kernels (aarch64 cross build, under qemu-user)"
 # qemu's default CPU has dotprod; a Cortex-A53 has not: both neon paths run.
@@ -87,9 +91,9 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >
   if make -j"$JOBS" build/neon/test_kernels build/neon/test_kquants >/tmp/ember-build-neon.log 2>&1; then
     record build-neon 0
     export EMBER_KERNEL_SWEEP=light   # test_kernels: a lighter SIMD sweep where emulated
-    # qemu-user emulates on one core: the runs go two at a time
+    # qemu-user emulates on one core: the runs go two at a time (run_pool)
     q="qemu-aarch64 -L /usr/aarch64-linux-gnu"
-    run_pairs "neon:test_kernels" "$q build/neon/test_kernels" \
+    run_pool "neon:test_kernels" "$q build/neon/test_kernels" \
       "neon-a53:test_kernels" "QEMU_CPU=cortex-a53 $q build/neon/test_kernels" \
       "neon:test_kquants" "$q build/neon/test_kquants"
     unset EMBER_KERNEL_SWEEP
@@ -104,7 +108,8 @@ if make -j"$JOBS" SAN=1 all tests >/tmp/ember-build-san.log 2>&1; then
   # E2E_SANITIZED: scripts skip what only repeats the plain run's Python
   # references (the parity itself was checked there; ember still runs)
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 EMBER_KERNEL_SWEEP=light E2E_SANITIZED=1
-  for t in build-san/tests/test_*; do [ -x "$t" ] && run_cases "san:$(basename "$t")" "$t"; done
+  mapfile -d '' cases < <(unit_tests build-san/tests san:)
+  run_pool "${cases[@]}"
   # the CLI's error paths, a parity run, text generation and chat, a GGUF
   # as the whole model, and the TTS codes, the speech decoder and `ember
   # tts`, also under the sanitizers
@@ -120,13 +125,13 @@ for t in tests/e2e/*.sh; do run_cases "$(basename "$t" .sh)" "$t"; done
 phase "fuzz smoke (${FUZZ_SECONDS}s per target)"
 if make -j"$JOBS" fuzz >/tmp/ember-build-fuzz.log 2>&1; then
   record build-fuzz 0
-  # libFuzzer runs one process on one core: two targets at a time
+  # libFuzzer runs one process on one core: two targets at a time (run_pool)
   fuzz_args=()
   for f in build-fuzz/fuzz_*; do
     name=$(basename "$f")
     fuzz_args+=("$name" "tests/fuzz_smoke.sh $f $FUZZ_SECONDS")
   done
-  run_pairs "${fuzz_args[@]}"
+  run_pool "${fuzz_args[@]}"
 else cat /tmp/ember-build-fuzz.log; record build-fuzz 1; fi
 
 [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
