@@ -70,18 +70,10 @@ static ember_status read_manifest(const c2w_config *c, const char *dir, const ch
 {
     char path[4096];
     *n = 0;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, EXPORT_MANIFEST) >= sizeof path)
-        return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
-    char *text;
-    size_t len;
-    ember_status st = io_read_text_file(path, (size_t)16 << 20, &text, &len);
+    cJSON *root;
+    ember_status st = manifest_read(dir, TTS_EXPORT_ARCHITECTURE, path, sizeof path, &root);
     if (st) return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architecture");
     const cJSON *graphs = cJSON_GetObjectItemCaseSensitive(root, "graphs"), *g;
-    if (!cJSON_IsString(arch) || strcmp(arch->valuestring, TTS_EXPORT_ARCHITECTURE))
-        st = ember_fail(EMBER_ERR_FORMAT, "%s: not a %s export", path, TTS_EXPORT_ARCHITECTURE);
     cJSON_ArrayForEach(g, graphs) {
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(g, "kind");
         if (st || !cJSON_IsString(kind) || strcmp(kind->valuestring, want_kind)) continue;

@@ -1,6 +1,12 @@
 #include "onnx/manifest_io.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/status.h"
+#include "io/read_file.h"
+#include "onnx/export_files.h"
 
 cJSON *manifest_io(cJSON *list, const char *name, const char *type, int rank, const int64_t *dims,
                    const char *meaning)
@@ -31,4 +37,23 @@ int manifest_int(const cJSON *g, const char *key, int32_t *out)
     if (!cJSON_IsNumber(n)) return 0;
     *out = (int32_t)n->valuedouble;
     return 1;
+}
+
+ember_status manifest_read(const char *dir, const char *architecture, char *path, size_t cap, cJSON **root)
+{
+    *root = NULL;
+    if ((size_t)snprintf(path, cap, "%s/%s", dir, EXPORT_MANIFEST) >= cap)
+        return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
+    char *text;
+    size_t len;
+    ember_status st = io_read_text_file(path, (size_t)16 << 20, &text, &len);
+    if (st) return st;
+    *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!architecture) return EMBER_OK;
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(*root, "architecture");
+    if (cJSON_IsString(arch) && !strcmp(arch->valuestring, architecture)) return EMBER_OK;
+    cJSON_Delete(*root);
+    *root = NULL;
+    return ember_fail(EMBER_ERR_FORMAT, "%s: not a %s export", path, architecture);
 }

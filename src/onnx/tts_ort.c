@@ -65,21 +65,13 @@ static ember_status read_manifest(const tts_config *c, const char *dir, int32_t 
                                   int32_t *chunk, spark_onnx_form *form)
 {
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, EXPORT_MANIFEST) >= sizeof path)
-        return ember_fail(EMBER_ERR_INVALID_ARG, "%s: path too long", dir);
-    char *text;
-    size_t len;
-    ember_status st = io_read_text_file(path, (size_t)16 << 20, &text, &len);
+    cJSON *root;
+    ember_status st = manifest_read(dir, TTS_EXPORT_ARCHITECTURE, path, sizeof path, &root);
     if (st) return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architecture");
     const cJSON *graphs = cJSON_GetObjectItemCaseSensitive(root, "graphs");
     int32_t pctx = 0;
     spark_onnx_form pform;
-    if (!cJSON_IsString(arch) || strcmp(arch->valuestring, TTS_EXPORT_ARCHITECTURE))
-        st = ember_fail(EMBER_ERR_FORMAT, "%s: not a %s export", path, TTS_EXPORT_ARCHITECTURE);
-    if (!st) st = check_graph(graphs, TTS_GRAPH_TALKER, &c->talker, path, context, form);
+    st = check_graph(graphs, TTS_GRAPH_TALKER, &c->talker, path, context, form);
     if (!st) st = check_graph(graphs, TTS_GRAPH_PREDICTOR, &c->predictor, path, &pctx, &pform);
     if (!st && (pctx != c->n_groups || pform != *form))
         st = ember_fail(EMBER_ERR_FORMAT, "%s: the predictor graph's context (%d) or form does not "
