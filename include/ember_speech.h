@@ -30,7 +30,8 @@ typedef struct ember_voice ember_voice; /* a saved voice (below) */
 
 typedef struct ember_tts_params {
     ember_type weight_type;  /* talker and predictor: NONE (default) keeps the file's */
-    ember_type decoder_type; /* speech decoder: NONE/F32 (default) or BF16 */
+    ember_type decoder_type; /* speech decoder: NONE (default) fp32 arithmetic with weights
+                                a file stores as f16 kept f16; F32 widens them; BF16 */
     const char *kernels;     /* NULL: the best set this CPU runs */
     int32_t n_threads;       /* generator threads incl. the caller; 0: one per CPU */
     int32_t decoder_threads; /* decoder threads while the generator runs; 0: half the
@@ -101,7 +102,8 @@ int32_t ember_tts_sample_rate(const ember_tts *tts);
 int32_t ember_tts_codebooks(const ember_tts *tts);
 
 /* What the load set up, as a JSON object in *json (ember_free): the
- * "weights" format that runs, "kernels", "generator_threads",
+ * "weights" format that runs, "decoder_weights" (the speech decoder's:
+ * "f32", "f16" or "bf16"; empty without a decoder), "kernels", "generator_threads",
  * "decoder_threads", "generator_cpus" and "decoder_cpus" (empty: unpinned),
  * "model_type" ("custom_voice", "base": cloning, "voice_design"), "small"
  * (a 0.6B model: instructions are ignored), "xvector_dim",

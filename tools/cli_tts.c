@@ -9,7 +9,8 @@
 
 const char cli_tts_usage[] =
     "  --dtype f32|bf16|q8_0          talker and predictor weights (default: the profile's)\n"
-    "  --decoder-dtype f32|bf16       speech decoder arithmetic (default f32)\n"
+    "  --decoder-dtype f32|bf16       speech decoder arithmetic (default fp32, its weights kept\n"
+    "                                 f16 where the file stores them so; f32 widens them)\n"
     "  --threads N                    generator threads (default: one per CPU)\n"
     "  --decoder-threads N            decoder threads while the generator runs (default: half\n"
     "                                 the CPUs); the generator takes the rest meanwhile\n"
@@ -38,7 +39,6 @@ void cli_tts_opts_init(cli_tts_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->params = ember_tts_default_params();
-    o->params.decoder_type = EMBER_TYPE_F32;
     o->params.warm_up = 1;
     o->params.calibration = 1;
     o->pin = 1;
@@ -126,6 +126,7 @@ static int read_info(const ember_tts *tts, const cli_tts_opts *o, const char *cm
     }
     memset(out, 0, sizeof *out);
     copy_string(root, "weights", out->weights, sizeof out->weights);
+    copy_string(root, "decoder_weights", out->decoder_weights, sizeof out->decoder_weights);
     copy_string(root, "kernels", out->kernels, sizeof out->kernels);
     copy_string(root, "speakers", out->speaker, sizeof out->speaker);
     copy_string(root, "languages", out->language, sizeof out->language);

@@ -62,7 +62,7 @@ int cli_tts_apply_profile(cli_tts_opts *o, const char *cmd);
 /* What a loaded ember_tts says about itself (ember_tts_info), as the
  * summaries print it. */
 typedef struct cli_tts_info {
-    char weights[16], kernels[32], speaker[64], language[64];
+    char weights[16], decoder_weights[16], kernels[32], speaker[64], language[64];
     char model_type[16]; /* custom_voice, base, voice_design */
     int small;           /* a 0.6B model: instructions are ignored */
     int32_t xvector_dim;

@@ -217,7 +217,7 @@ int cmd_bench_speech(int argc, char **argv)
                "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
                "\"chunk_gap_ms\": {\"p50\": %.1f, \"p95\": %.1f, \"max\": %.1f}, "
                "\"voice_ms\": %.1f, \"encoder_load_ms\": %.1f, \"peak_rss_bytes\": %zu}\n",
-               to.dir, mode, info.kernels, info.weights, cli_type_name(to.params.decoder_type), chunking,
+               to.dir, mode, info.kernels, info.weights, info.decoder_weights, chunking,
                info.generator_threads, info.decoder_threads, frames, reps, t->n, load_s, st.prefill_ms, med[0],
                res[0][M_TTFA], med[1], med[2], med[3], med[4], med[5], med[6], med[7], med[8],
                vo.ref_audio ? cli_median(voice_ms, reps) : 0.0, encoder_load_ms, t->peak.anon + t->peak.file);

@@ -92,10 +92,10 @@ static void print_summary(const cli_tts_info *in, const ember_speech_timings *st
             "\"first_audio_ms\": %.1f, \"prefill_ms\": %.1f, \"talker_ms_per_frame\": %.2f, "
             "\"predictor_ms_per_frame\": %.2f, \"decoder_ms_per_frame\": %.2f, "
             "\"generator_threads\": %d, \"decoder_threads\": %d, \"weights\": \"%s\", "
-            "\"chunking\": \"%s\", \"chunk_frames\": [",
+            "\"decoder_weights\": \"%s\", \"chunking\": \"%s\", \"chunk_frames\": [",
             st->frames, st->chunks, audio_ms, st->total_ms, st->first_audio_ms, st->prefill_ms,
             st->talker_ms * per, st->predictor_ms * per, st->decoder_ms * per, in->generator_threads,
-            in->decoder_threads, in->weights, chunking);
+            in->decoder_threads, in->weights, in->decoder_weights, chunking);
     for (int32_t i = 0; i < k->n_chunks; i++) fprintf(stderr, "%s%d", i ? ", " : "", k->chunk_frames[i]);
     fprintf(stderr, "]}\n");
 }

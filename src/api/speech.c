@@ -246,6 +246,7 @@ ember_status ember_tts_info(const ember_tts *t, char **json)
               cJSON_AddBoolToObject(o, "small", c->small) &&
               cJSON_AddNumberToObject(o, "xvector_dim", c->type == TTS_BASE ? c->talker.hidden : 0) &&
               cJSON_AddStringToObject(o, "weights", edge_type_name(t->m->weight_type)) &&
+              cJSON_AddStringToObject(o, "decoder_weights", t->dm ? c2w_weights_name(t->dm) : "") &&
               cJSON_AddStringToObject(o, "kernels", t->m->kernels->name) &&
               cJSON_AddNumberToObject(o, "generator_threads", t->gen_threads) &&
               cJSON_AddNumberToObject(o, "decoder_threads", t->dec ? t->dec_threads : 0) &&

@@ -8,6 +8,7 @@
 
 #include "base/large_alloc.h"
 #include "base/status.h"
+#include "kernels/convert.h"
 #include "kernels/formats.h"
 
 typedef float (*weight_at_fn)(const void *ctx, int32_t o, int32_t j, int32_t ci);
@@ -57,20 +58,43 @@ static float bf16_value(uint16_t h)
     return f;
 }
 
-/* The panels of an fp32 Conv1d [cout][cin][taps] by a sequential read of
- * each output channel: the same floats as pack()'s gather, which reads 16
- * rows cin * taps apart per element and dominated loading the speaker
- * encoder. */
-static void pack_direct_f32(float *panels, const float *w, int32_t cout, int32_t cin, int32_t taps)
+/* One weight into a panel of F32 or F16 (same layout, element size apart);
+ * false when F16 cannot hold it. */
+static int store_weight(void *panel, ek_conv_format format, size_t at, float v)
+{
+    if (format == EK_CONV_F32) {
+        ((float *)panel)[at] = v;
+        return 1;
+    }
+    if (!(fabsf(v) <= 65504.0f)) return 0;
+    ((uint16_t *)panel)[at] = ek_f32_to_f16(v);
+    return 1;
+}
+
+/* The F32 or F16 panels of an fp32 Conv1d [cout][cin][taps] by a sequential
+ * read of each output channel: the same values as pack()'s gather, which
+ * reads 16 rows cin * taps apart per element and dominated loading the
+ * speaker encoder. False when a weight does not fit F16. */
+static int pack_direct(char *panels, ek_conv_format format, size_t panel_bytes, const float *w,
+                       int32_t cout, int32_t cin, int32_t taps)
 {
     const int32_t P = EK_CONV_PANEL;
     for (int32_t o = 0; o < cout; o++) {
-        float *panel = panels + (size_t)(o / P) * (size_t)taps * (size_t)cin * P;
+        char *panel = panels + (size_t)(o / P) * panel_bytes;
         const int32_t l = o % P;
         const float *src = w + (size_t)o * (size_t)cin * (size_t)taps;
         for (int32_t ci = 0; ci < cin; ci++)
-            for (int32_t j = 0; j < taps; j++) panel[((size_t)j * cin + ci) * P + l] = src[(size_t)ci * taps + j];
+            for (int32_t j = 0; j < taps; j++)
+                if (!store_weight(panel, format, ((size_t)j * cin + ci) * P + l, src[(size_t)ci * taps + j]))
+                    return 0;
     }
+    return 1;
+}
+
+static ember_status f16_range_error(ek_conv_weights *out)
+{
+    ek_conv_weights_free(out);
+    return ember_fail(EMBER_ERR_FORMAT, "conv weights: a weight beyond 65504 does not fit f16");
 }
 
 static ember_status pack(ek_conv_weights *out, ek_conv_format format, int32_t cout, int32_t cin,
@@ -84,7 +108,7 @@ static ember_status pack(ek_conv_weights *out, ek_conv_format format, int32_t co
         return ember_fail(EMBER_ERR_INVALID_ARG, "conv weights: bf16 needs an even input width, got %d",
                           cin);
     const int32_t P = EK_CONV_PANEL;
-    const size_t es = format == EK_CONV_BF16 ? 2 : 4;
+    const size_t es = format == EK_CONV_F32 ? 4 : 2;
     out->format = format;
     out->cout = cout;
     out->cin = cin;
@@ -98,11 +122,12 @@ static ember_status pack(ek_conv_weights *out, ek_conv_format format, int32_t co
     out->data = padded >= ((size_t)2 << 20) ? ember_large_alloc(padded) : aligned_alloc(64, padded);
     if (!out->data)
         return ember_fail(EMBER_ERR_NO_MEMORY, "conv weights: cannot allocate %zu bytes", bytes);
-    if (format == EK_CONV_F32 && at == conv_weight_at) {
+    if (format != EK_CONV_BF16 && at == conv_weight_at) {
         const conv_src *src = ctx;
         if (cout % P) memset(out->data, 0, bytes); /* the last panel's unused lanes */
-        pack_direct_f32(out->data, src->w, cout, cin, taps);
-        return EMBER_OK;
+        return pack_direct(out->data, format, out->panel_bytes, src->w, cout, cin, taps)
+                   ? EMBER_OK
+                   : f16_range_error(out);
     }
     for (int32_t p = 0; p < out->n_panels; p++) {
         char *panel = (char *)out->data + (size_t)p * out->panel_bytes;
@@ -111,8 +136,9 @@ static ember_status pack(ek_conv_weights *out, ek_conv_format format, int32_t co
                 for (int32_t l = 0; l < P; l++) {
                     int32_t o = p * P + l;
                     float v = o < cout ? at(ctx, o, j, ci) : 0.0f;
-                    if (format == EK_CONV_F32) {
-                        ((float *)panel)[((size_t)j * cin + ci) * P + l] = v;
+                    if (format != EK_CONV_BF16) {
+                        if (!store_weight(panel, format, ((size_t)j * cin + ci) * P + l, v))
+                            return f16_range_error(out);
                     } else {
                         size_t pair = (size_t)j * (cin / 2) + (size_t)(ci / 2);
                         ((uint16_t *)panel)[(pair * P + l) * 2 + (ci & 1)] = bf16_round(v);
@@ -161,6 +187,9 @@ void ek_conv_scalar(float *y, int64_t ys, const ek_conv_weights *w, int32_t p0, 
                         float wv, xv;
                         if (w->format == EK_CONV_F32) {
                             wv = ((const float *)panel)[((size_t)j * cin + ci) * P + l];
+                            xv = ((const float *)x)[row * xs + ci];
+                        } else if (w->format == EK_CONV_F16) {
+                            wv = ek_f16_to_f32(((const uint16_t *)panel)[((size_t)j * cin + ci) * P + l]);
                             xv = ((const float *)x)[row * xs + ci];
                         } else {
                             size_t pair = (size_t)j * (cin / 2) + (size_t)(ci / 2);

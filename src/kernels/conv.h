@@ -30,6 +30,8 @@
 typedef enum ek_conv_format {
     EK_CONV_F32,  /* fp32 weights and activations */
     EK_CONV_BF16, /* bf16 weights, activations rounded to bf16, fp32 sums */
+    EK_CONV_F16,  /* IEEE half weights (half the memory of F32), fp32 activations and sums:
+                   * the F32 arithmetic on weights a file stores as f16 */
     EK_CONV_FORMAT_COUNT
 } ek_conv_format;
 
@@ -38,7 +40,7 @@ typedef struct ek_conv_weights {
     int32_t cout, cin, taps;
     int32_t n_panels;   /* ceil(cout / EK_CONV_PANEL) */
     size_t panel_bytes; /* one panel: taps x cin x EK_CONV_PANEL weights */
-    /* F32: panel p, tap j, input ci at [p][j][ci][16];
+    /* F32 and F16: panel p, tap j, input ci at [p][j][ci][16];
      * BF16: input pairs interleaved, [p][j][ci/2][16][2] (cin even). */
     void *data;
 } ek_conv_weights;
@@ -54,7 +56,8 @@ typedef void (*ek_conv_fn)(float *y, int64_t ys, const ek_conv_weights *w, int32
 typedef void (*ek_snake_fn)(float *x, int64_t n_rows, int32_t c, const float *a,
                             const float *inv_b);
 
-/* Packs a PyTorch Conv1d weight [cout][cin][taps] (fp32). */
+/* Packs a PyTorch Conv1d weight [cout][cin][taps] (fp32). F16 refuses a
+ * weight beyond the half range (65504) rather than store infinity. */
 ember_status ek_conv_pack(ek_conv_weights *out, ek_conv_format format, const float *w,
                           int32_t cout, int32_t cin, int32_t taps);
 /* Packs a ConvTranspose1d weight [cin][cout][k] with stride s and k == s or

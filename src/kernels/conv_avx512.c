@@ -6,8 +6,9 @@
  * each weight load feeds T FMAs and the loop is bound by the FMA unit, not
  * by loads. Taps and dilation only move the activation pointer, which is why
  * no im2col copy is needed. The fp32 kernel sums in the same order for every
- * tile shape; the bf16 kernel multiplies pairs of input channels with
- * VDPBF16PS (fp32 accumulation). */
+ * tile shape, and so does the f16 one (halves widened as they load); the
+ * bf16 kernel multiplies pairs of input channels with VDPBF16PS (fp32
+ * accumulation). */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>
@@ -31,22 +32,28 @@ INLINE TARGET void store_tile(float *y, int64_t ys, __m512 acc[2][TILE_T], int32
     }
 }
 
+/* H: the weights are IEEE halves (EK_CONV_F16), widened as they are loaded;
+ * the same sums in the same order as fp32 weights of those values. */
 INLINE TARGET void tile_f32(float *y, int64_t ys, const ek_conv_weights *w, int32_t p,
-                            const float *x, int64_t xs, int32_t dil, const int R, const int T)
+                            const float *x, int64_t xs, int32_t dil, const int R, const int T,
+                            const int H)
 {
     __m512 acc[2][TILE_T];
     _Pragma("GCC unroll 2") for (int i = 0; i < R; i++)
         _Pragma("GCC unroll 12") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps();
     const int32_t cin = w->cin, taps = w->taps;
-    const float *w0 = (const float *)((const char *)w->data + (size_t)p * w->panel_bytes);
-    const size_t pf = w->panel_bytes / sizeof(float);
+    const size_t es = H ? 2 : 4; /* bytes a weight */
+    const char *w0 = (const char *)w->data + (size_t)p * w->panel_bytes;
     for (int32_t j = 0; j < taps; j++) {
         const float *xj = x - (int64_t)(taps - 1 - j) * dil * xs;
-        const float *wj = w0 + (size_t)j * cin * 16;
+        const char *wj = w0 + (size_t)j * cin * 16 * es;
         for (int32_t ci = 0; ci < cin; ci++) {
             __m512 wv[2];
-            _Pragma("GCC unroll 2") for (int i = 0; i < R; i++)
-                wv[i] = _mm512_load_ps(wj + (size_t)i * pf + (size_t)ci * 16);
+            _Pragma("GCC unroll 2") for (int i = 0; i < R; i++) {
+                const char *at = wj + (size_t)i * w->panel_bytes + (size_t)ci * 16 * es;
+                wv[i] = H ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)at))
+                          : _mm512_load_ps((const float *)at);
+            }
             _Pragma("GCC unroll 12") for (int t = 0; t < T; t++) {
                 __m512 xb = _mm512_set1_ps(xj[(int64_t)t * xs + ci]);
                 _Pragma("GCC unroll 2") for (int i = 0; i < R; i++)
@@ -59,8 +66,9 @@ INLINE TARGET void tile_f32(float *y, int64_t ys, const ek_conv_weights *w, int3
 
 INLINE TARGET_BF16 void tile_bf16(float *y, int64_t ys, const ek_conv_weights *w, int32_t p,
                                   const uint16_t *x, int64_t xs, int32_t dil, const int R,
-                                  const int T)
+                                  const int T, const int H)
 {
+    (void)H; /* bf16 weights are bf16; TILE_CASES passes every tile an H */
     __m512 acc[2][TILE_T];
     _Pragma("GCC unroll 2") for (int i = 0; i < R; i++)
         _Pragma("GCC unroll 12") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps();
@@ -86,41 +94,36 @@ INLINE TARGET_BF16 void tile_bf16(float *y, int64_t ys, const ek_conv_weights *w
 }
 
 /* One wrapper per (R, T) so every tile is fully unrolled with constants. */
-#define TILE_CASES(TILE, R)                                                                    \
+#define TILE_CASES(TILE, R, H)                                                                 \
     switch (T) {                                                                               \
-    case 12: TILE(y, ys, w, p, x, xs, dil, R, 12); break;                                      \
-    case 11: TILE(y, ys, w, p, x, xs, dil, R, 11); break;                                      \
-    case 10: TILE(y, ys, w, p, x, xs, dil, R, 10); break;                                      \
-    case 9: TILE(y, ys, w, p, x, xs, dil, R, 9); break;                                        \
-    case 8: TILE(y, ys, w, p, x, xs, dil, R, 8); break;                                        \
-    case 7: TILE(y, ys, w, p, x, xs, dil, R, 7); break;                                        \
-    case 6: TILE(y, ys, w, p, x, xs, dil, R, 6); break;                                        \
-    case 5: TILE(y, ys, w, p, x, xs, dil, R, 5); break;                                        \
-    case 4: TILE(y, ys, w, p, x, xs, dil, R, 4); break;                                        \
-    case 3: TILE(y, ys, w, p, x, xs, dil, R, 3); break;                                        \
-    case 2: TILE(y, ys, w, p, x, xs, dil, R, 2); break;                                        \
-    default: TILE(y, ys, w, p, x, xs, dil, R, 1); break;                                       \
+    case 12: TILE(y, ys, w, p, x, xs, dil, R, 12, H); break;                                   \
+    case 11: TILE(y, ys, w, p, x, xs, dil, R, 11, H); break;                                   \
+    case 10: TILE(y, ys, w, p, x, xs, dil, R, 10, H); break;                                   \
+    case 9: TILE(y, ys, w, p, x, xs, dil, R, 9, H); break;                                     \
+    case 8: TILE(y, ys, w, p, x, xs, dil, R, 8, H); break;                                     \
+    case 7: TILE(y, ys, w, p, x, xs, dil, R, 7, H); break;                                     \
+    case 6: TILE(y, ys, w, p, x, xs, dil, R, 6, H); break;                                     \
+    case 5: TILE(y, ys, w, p, x, xs, dil, R, 5, H); break;                                     \
+    case 4: TILE(y, ys, w, p, x, xs, dil, R, 4, H); break;                                     \
+    case 3: TILE(y, ys, w, p, x, xs, dil, R, 3, H); break;                                     \
+    case 2: TILE(y, ys, w, p, x, xs, dil, R, 2, H); break;                                     \
+    default: TILE(y, ys, w, p, x, xs, dil, R, 1, H); break;                                    \
     }
 
-static TARGET void run_f32(float *y, int64_t ys, const ek_conv_weights *w, int32_t p,
-                           const float *x, int64_t xs, int32_t dil, int R, int T)
-{
-    if (R == 2) {
-        TILE_CASES(tile_f32, 2)
-    } else {
-        TILE_CASES(tile_f32, 1)
+/* A tile of R panels by T steps with both constant (TILE_CASES) */
+#define RUN_TILES(NAME, ATTR, TILE, XTYPE, H)                                                  \
+    static ATTR void NAME(float *y, int64_t ys, const ek_conv_weights *w, int32_t p,            \
+                          const XTYPE *x, int64_t xs, int32_t dil, int R, int T)                \
+    {                                                                                          \
+        if (R == 2) {                                                                          \
+            TILE_CASES(TILE, 2, H)                                                             \
+        } else {                                                                               \
+            TILE_CASES(TILE, 1, H)                                                             \
+        }                                                                                      \
     }
-}
-
-static TARGET_BF16 void run_bf16(float *y, int64_t ys, const ek_conv_weights *w, int32_t p,
-                                 const uint16_t *x, int64_t xs, int32_t dil, int R, int T)
-{
-    if (R == 2) {
-        TILE_CASES(tile_bf16, 2)
-    } else {
-        TILE_CASES(tile_bf16, 1)
-    }
-}
+RUN_TILES(run_f32, TARGET, tile_f32, float, 0)
+RUN_TILES(run_f16, TARGET, tile_f32, float, 1)
+RUN_TILES(run_bf16, TARGET_BF16, tile_bf16, uint16_t, 0)
 
 /* Panels in pairs, time steps in tiles of TILE_T; the remainders take the
  * narrower tiles. */
@@ -139,6 +142,7 @@ static TARGET_BF16 void run_bf16(float *y, int64_t ys, const ek_conv_weights *w,
     }
 CONV_DRIVER(ek_conv_f32_avx512, run_f32, float)
 CONV_DRIVER(ek_conv_bf16_avx512, run_bf16, uint16_t)
+CONV_DRIVER(ek_conv_f16_avx512, run_f16, float)
 
 /* sin(v)^2 for any v: v = n*pi + r with |r| <= pi/2 (pi split in three parts
  * so r stays exact for |v| up to ~1e5), and sin^2 does not depend on the

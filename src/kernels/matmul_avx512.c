@@ -936,7 +936,8 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
         ek_glu_avx512,                                                                        \
         {[ET_F16] = ek_f16_to_f32_avx512, [ET_BF16] = ek_bf16_to_f32_avx512,                  \
          [ET_Q8_0] = ek_q8_0_to_f32_avx512},                                                  \
-        {[EK_CONV_F32] = ek_conv_f32_avx512, [EK_CONV_BF16] = ek_conv_bf16_avx512},           \
+        {[EK_CONV_F32] = ek_conv_f32_avx512, [EK_CONV_BF16] = ek_conv_bf16_avx512,            \
+         [EK_CONV_F16] = ek_conv_f16_avx512},                                                 \
         ek_snake_avx512,                                                                      \
         {[ET_Q8_0] = GEMM_R8_Q8_0, [ET_Q4_0] = GEMM_R8_Q4_0},                                 \
         prepared_bytes_q,                                                                     \

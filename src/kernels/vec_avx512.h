@@ -21,6 +21,8 @@ void ek_conv_f32_avx512(float *y, int64_t ys, const ek_conv_weights *w, int32_t 
                         const void *x, int64_t xs, int32_t nt, int32_t dilation);
 void ek_conv_bf16_avx512(float *y, int64_t ys, const ek_conv_weights *w, int32_t p0, int32_t p1,
                          const void *x, int64_t xs, int32_t nt, int32_t dilation);
+void ek_conv_f16_avx512(float *y, int64_t ys, const ek_conv_weights *w, int32_t p0, int32_t p1,
+                        const void *x, int64_t xs, int32_t nt, int32_t dilation);
 void ek_snake_avx512(float *x, int64_t n_rows, int32_t c, const float *a, const float *inv_b);
 
 #endif

@@ -108,7 +108,7 @@ static void apply_conv(c2w_stream *s, const c2w_conv *c, const float *x, int64_t
                        int64_t ys)
 {
     const ek_conv_weights *w = &c->w;
-    if (w->format == EK_CONV_F32) {
+    if (w->format != EK_CONV_BF16) { /* fp32 activations */
         ek_conv_run(&s->exec, y, ys, w, c->bias, x, w->cin, (int32_t)n, c->dilation);
         return;
     }

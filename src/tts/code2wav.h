@@ -95,8 +95,10 @@ typedef struct c2w_model {
 } c2w_model;
 
 typedef struct c2w_model_params {
-    /* NONE or F32: fp32 throughout (the parity path); BF16: conv products in
-     * bf16 (VDPBF16PS where the CPU has it) and bf16 transformer matrices */
+    /* F32: fp32 throughout (the parity path); NONE: the same arithmetic, but
+     * weights a file stores as f16 stay f16 (convs and transformer matrices
+     * at half the memory of fp32); BF16: conv products in bf16 (VDPBF16PS
+     * where the CPU has it) and bf16 transformer matrices */
     ember_type weight_type;
     const char *kernels; /* NULL: the best set this CPU runs */
     /* fp32 residual-unit convs by Winograd F(2,7): 8 products per output
@@ -109,6 +111,8 @@ typedef struct c2w_model_params {
  * model.safetensors; `encoder.*` tensors are ignored), or from DIR itself
  * when it holds them directly. Errors name the file and tensor. */
 ember_status c2w_model_load(const char *dir, const c2w_model_params *p, c2w_model **out);
+/* The decoder's weight format as it runs: "f32", "f16" or "bf16". */
+const char *c2w_weights_name(const c2w_model *m);
 void c2w_model_free(c2w_model *m);
 
 typedef struct c2w_stream c2w_stream;

@@ -259,7 +259,7 @@ static ember_status decoder_block(c2w_loader *ld, int32_t b)
         snprintf(name, sizeof name, "%s.%d.conv1.conv", p, u + 2);
         if ((st = conv(ld, name, blk->cout, blk->cout, 7, dilations[u], 1, &ru->conv1))) return st;
         /* ld->tmp still holds the fp32 weights conv() packed */
-        if (m->winograd && m->conv_format == EK_CONV_F32 &&
+        if (m->winograd && m->conv_format != EK_CONV_BF16 &&
             (st = ek_winograd_pack(&ru->conv1_fast, ld->tmp.p, blk->cout, blk->cout, 7)))
             return st;
         snprintf(name, sizeof name, "%s.%d.conv2.conv", p, u + 2);
@@ -285,13 +285,25 @@ static size_t vector_floats(const c2w_config *c)
     return n + 2 * (size_t)c2w_block_channels(c, c->n_blocks) + 1;
 }
 
-static ember_status load_into(c2w_model *m, const char *dir)
+/* The conv format for a requested weight type: BF16 and F32 as asked; NONE
+ * keeps weights the file stores as f16 in f16 (the F32 arithmetic on half
+ * the memory: nothing is rounded that the file did not round), else F32. */
+static ek_conv_format conv_format_for(ck_dir *ck, ember_type wt)
+{
+    if (wt == EMBER_TYPE_BF16) return EK_CONV_BF16;
+    if (wt == EMBER_TYPE_F32) return EK_CONV_F32;
+    const et_tensor *t = ck_get(ck, "decoder.pre_conv.conv.weight", NULL);
+    return t && t->dtype == ET_F16 ? EK_CONV_F16 : EK_CONV_F32;
+}
+
+static ember_status load_into(c2w_model *m, const char *dir, ember_type wt)
 {
     ember_status st;
     char label[1200];
     if ((st = tts_ck_open(dir, TTS_PART_SPEECH, &m->ck, label, sizeof label)) ||
         (st = c2w_config_parse(ck_config_json(m->ck), ck_config_len(m->ck), label, &m->cfg)))
         return st;
+    m->conv_format = conv_format_for(m->ck, wt);
     const c2w_config *c = &m->cfg;
     const size_t n_vector = vector_floats(c);
     const size_t max_converted = 16 * (size_t)c->transformer.n_layers + 8;
@@ -299,7 +311,9 @@ static ember_status load_into(c2w_model *m, const char *dir)
     m->converted = calloc(max_converted, sizeof *m->converted);
     if (!m->vectors || !m->converted)
         return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
-    const et_dtype mat = m->conv_format == EK_CONV_BF16 ? ET_BF16 : ET_F32;
+    const et_dtype mat = m->conv_format == EK_CONV_BF16 ? ET_BF16
+                         : m->conv_format == EK_CONV_F16 ? ET_F16
+                                                         : ET_F32;
     c2w_loader ld = {{{m->ck, m->vectors, m->vectors + n_vector, m->converted, &m->n_converted,
                        max_converted, mat, 0, NULL, 0, 0, m->kernels, 0},
                       &m->n_unconverted},
@@ -329,6 +343,13 @@ static ember_status load_into(c2w_model *m, const char *dir)
     return EMBER_OK;
 }
 
+const char *c2w_weights_name(const c2w_model *m)
+{
+    static const char *const names[EK_CONV_FORMAT_COUNT] = {[EK_CONV_F32] = "f32", [EK_CONV_BF16] = "bf16",
+                                                            [EK_CONV_F16] = "f16"};
+    return names[m->conv_format];
+}
+
 ember_status c2w_model_load(const char *dir, const c2w_model_params *p, c2w_model **out)
 {
     if (!out) return ember_fail(EMBER_ERR_INVALID_ARG, "c2w_model_load: out is NULL");
@@ -341,7 +362,6 @@ ember_status c2w_model_load(const char *dir, const c2w_model_params *p, c2w_mode
                           "compute-bound; quantized weights would not make them faster)");
     c2w_model *m = calloc(1, sizeof *m);
     if (!m) return ember_fail(EMBER_ERR_NO_MEMORY, "out of memory loading %s", dir);
-    m->conv_format = wt == EMBER_TYPE_BF16 ? EK_CONV_BF16 : EK_CONV_F32;
     m->winograd = p ? p->winograd : 1;
     const char *kernels = p ? p->kernels : NULL;
     m->kernels = kernels ? ek_kernels_by_name(kernels) : ek_kernels_best();
@@ -351,7 +371,7 @@ ember_status c2w_model_load(const char *dir, const c2w_model_params *p, c2w_mode
                           "c2w_model_load: kernel set '%s' is unknown or this CPU cannot run it",
                           kernels);
     }
-    ember_status st = load_into(m, dir);
+    ember_status st = load_into(m, dir, wt);
     if (st) {
         c2w_model_free(m);
         return st;

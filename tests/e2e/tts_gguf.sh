@@ -67,10 +67,33 @@ printf 'Hello there, how are you? \xe4\xbd\xa0\xe5\xa5\xbd <|im_start|>assistant
 if [ "$($EMBER tokenize -m $DIR <"$TMP/text" 2>&1)" = "$($EMBER tokenize -m "$TMP/tiny-q8_0.gguf" <"$TMP/text" 2>&1)" ]
 then pass tokenizer_ids; else fail tokenizer_ids; fi
 
-# the decoder as f16: it loads and speaks (f16 rounds the weights: no equality)
+# the decoder as f16: its weights stay f16 (fp32 arithmetic, half the
+# memory), so the audio is the one of the same f16 values widened to fp32 at
+# load (--decoder-dtype f32); against the fp32 file only f16's rounding of the
+# weights parts them (SNR printed, held to 30 dB)
 expect_ok quantize_speech_f16 $EMBER quantize $DIR "$TMP/f16.gguf" --type q8_0 --speech-type f16
-expect_ok speak_speech_f16 $EMBER tts -m "$TMP/f16.gguf" --text "$TEXT" "${COMMON[@]}" --no-calibration \
-  --profile off -o "$TMP/f16.wav"
+F16=(--text "$TEXT" "${COMMON[@]}" --no-calibration --profile off --json)
+if $EMBER tts -m "$TMP/f16.gguf" "${F16[@]}" -o "$TMP/f16.wav" 2>"$TMP/f16.json" &&
+   $EMBER tts -m "$TMP/f16.gguf" "${F16[@]}" --decoder-dtype f32 -o "$TMP/f16-widened.wav" 2>/dev/null &&
+   $EMBER tts -m "$TMP/tiny-q8_0.gguf" "${F16[@]}" -o "$TMP/f32.wav" 2>/dev/null; then
+  if grep -q '"decoder_weights": "f16"' "$TMP/f16.json"; then pass speech_f16_kept
+  else fail speech_f16_kept "$(cat "$TMP/f16.json")"; fi
+  same_audio speech_f16_is_fp32_arithmetic "$TMP/f16.wav" "$TMP/f16-widened.wav"
+  if out=$($PY - "$TMP/f32.wav" "$TMP/f16.wav" 2>&1 <<'EOF'
+import array, math, sys, wave
+def pcm(path):
+    with wave.open(path) as w:
+        return array.array("h", w.readframes(w.getnframes()))
+a, b = pcm(sys.argv[1]), pcm(sys.argv[2])
+sig = sum(x * x for x in a); err = sum((x - y) ** 2 for x, y in zip(a, b))
+snr = 10 * math.log10(sig / err) if err else 999.0
+print("f16 decoder weights against fp32: %.1f dB over %d samples" % (snr, len(a)))
+sys.exit(0 if len(a) == len(b) and sig > 0 and snr >= 30 else 1)
+EOF
+  ); then pass speech_f16_snr; echo "     $out"; else fail speech_f16_snr "$out"; fi
+else
+  fail speak_speech_f16 "$(tail -2 "$TMP/f16.json")"
+fi
 
 if have_torch; then
   $PY reference/make_tts_checkpoint.py --preset tiny --variant 0.6b-base --seed 6 --out "$TMP/base" >/dev/null ||

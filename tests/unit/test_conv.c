@@ -9,9 +9,12 @@
 #include "check.h"
 #include "kernels/conv.h"
 #include "kernels/conv_winograd.h"
+#include "kernels/convert.h"
 #include "kernels/exec.h"
+#include "kernels/formats.h"
 #include "kernels/matmul.h"
 
+static const char *const format_name[EK_CONV_FORMAT_COUNT] = {"f32", "bf16", "f16"};
 static const char *const sets[] = {"scalar", "generic", "avx2", "avx512", "neon"};
 
 static float frand(uint64_t *s)
@@ -35,6 +38,11 @@ static float *random_input(uint64_t *seed, int hist, int nt, int c, float **base
     *base = malloc(sizeof(float) * (size_t)(hist + nt) * (size_t)c);
     for (int i = 0; i < (hist + nt) * c; i++) (*base)[i] = frand(seed);
     return *base + (size_t)hist * (size_t)c;
+}
+
+static float f16_rounded(float f)
+{
+    return ek_f16_to_f32(ek_f32_to_f16(f));
 }
 
 static uint16_t *to_bf16(const float *x, int64_t n)
@@ -82,6 +90,8 @@ static void conv_matches_definition(void)
                                 if (fmt == EK_CONV_BF16) {
                                     wv = bf16_rounded(wv);
                                     xv = bf16_rounded(xv);
+                                } else if (fmt == EK_CONV_F16) {
+                                    wv = f16_rounded(wv); /* activations stay fp32 */
                                 }
                                 want += (double)wv * xv;
                                 mag += fabs((double)wv * xv);
@@ -90,13 +100,13 @@ static void conv_matches_definition(void)
                         if (err > worst) worst = err;
                     }
                 CHECK_MSG(worst < 2e-6, "%s %s %dx%dx%d d%d nt%d: relative error %g", ks->name,
-                          fmt ? "bf16" : "f32", co, ci, k, d, nt, worst);
+                          format_name[fmt], co, ci, k, d, nt, worst);
                 ek_conv_weights_free(&cw);
                 free(w), free(base), free(xb), free(y);
                 tested++;
             }
     }
-    CHECK(tested >= 2 * 6 * 2);
+    CHECK(tested >= 2 * 6 * EK_CONV_FORMAT_COUNT);
 }
 
 /* ConvTranspose1d [cin][cout][k], stride s, full output (L-1)s+k with the
@@ -143,6 +153,46 @@ static void transposed_conv_matches_definition(void)
     ek_conv_weights bad;
     CHECK(ek_conv_pack_transposed(&bad, EK_CONV_F32, (const float[1]){0}, 1, 1, 3, 2) != EMBER_OK);
     CHECK(ek_conv_pack(&bad, EK_CONV_BF16, (const float[3]){0}, 1, 3, 1) != EMBER_OK);
+    CHECK(ek_conv_pack(&bad, EK_CONV_F16, (const float[2]){1.0f, 7e4f}, 1, 2, 1) != EMBER_OK);
+    CHECK(ek_conv_pack_transposed(&bad, EK_CONV_F16, (const float[2]){-7e4f, 0}, 1, 1, 2, 2) != EMBER_OK);
+}
+
+/* F16 weights are the F32 arithmetic on those weights: with weights that
+ * halves hold exactly, every kernel set gives the F32 kernel's floats bit
+ * for bit (same sums, same order), direct and transposed. */
+static void f16_weights_are_f32_arithmetic(void)
+{
+    uint64_t seed = 23;
+    for (size_t si = 0; si < sizeof sets / sizeof *sets; si++) {
+        const ek_kernel_set *ks = ek_kernels_by_name(sets[si]);
+        if (!ks) continue;
+        for (int transposed = 0; transposed < 2; transposed++) {
+            const int co = 37, ci = 29, k = transposed ? 10 : 7, s = 5, d = transposed ? 1 : 3;
+            const int taps = transposed ? k / s : k, hist = (taps - 1) * d, nt = 27;
+            const int cout = transposed ? s * co : co;
+            float *w = malloc(sizeof(float) * (size_t)(co * ci * k)), *base;
+            for (int j = 0; j < co * ci * k; j++) w[j] = f16_rounded(frand(&seed) * 3.0f);
+            float *x = random_input(&seed, hist, nt, ci, &base);
+            ek_conv_weights a, b;
+            if (transposed) {
+                REQUIRE(ek_conv_pack_transposed(&a, EK_CONV_F32, w, ci, co, k, s) == EMBER_OK);
+                REQUIRE(ek_conv_pack_transposed(&b, EK_CONV_F16, w, ci, co, k, s) == EMBER_OK);
+            } else {
+                REQUIRE(ek_conv_pack(&a, EK_CONV_F32, w, co, ci, k) == EMBER_OK);
+                REQUIRE(ek_conv_pack(&b, EK_CONV_F16, w, co, ci, k) == EMBER_OK);
+            }
+            CHECK(b.panel_bytes * 2 == a.panel_bytes);
+            float *ya = calloc((size_t)(nt * cout), sizeof(float));
+            float *yb = calloc((size_t)(nt * cout), sizeof(float));
+            ek_kernels_conv(ks, EK_CONV_F32)(ya, cout, &a, 0, a.n_panels, x, ci, nt, d);
+            ek_kernels_conv(ks, EK_CONV_F16)(yb, cout, &b, 0, b.n_panels, x, ci, nt, d);
+            CHECK_MSG(!memcmp(ya, yb, sizeof(float) * (size_t)(nt * cout)),
+                      "%s %s: f16 weights differ from the same values in f32", ks->name,
+                      transposed ? "transposed" : "direct");
+            ek_conv_weights_free(&a), ek_conv_weights_free(&b);
+            free(w), free(base), free(ya), free(yb);
+        }
+    }
 }
 
 static void snake_matches_definition(void)
@@ -219,6 +269,7 @@ int main(void)
 {
     RUN(conv_matches_definition);
     RUN(transposed_conv_matches_definition);
+    RUN(f16_weights_are_f32_arithmetic);
     RUN(snake_matches_definition);
     RUN(winograd_matches_definition);
     return check_summary();
