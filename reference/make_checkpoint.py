@@ -4,7 +4,7 @@
   /usr/bin/python3 reference/make_checkpoint.py --preset tiny|mid|1.7b --out DIR
       [--dtype f32|bf16|f16] [--shards N] [--untied] [--seed S]
       [--attention-bias] [--mlp-bias] [--gate-mode sigmoid|silu]
-      [--layers N] [--vocab V]
+      [--layers N] [--vocab V] [--hidden H] [--intermediate I] [--head-dim D]
 
 Output: DIR/config.json and DIR/model.safetensors, or with --shards N>1
 DIR/model-0000k-of-0000N.safetensors + DIR/model.safetensors.index.json.
@@ -219,11 +219,16 @@ def main():
     ap.add_argument("--gate-mode", choices=["sigmoid", "silu"], default="sigmoid")
     ap.add_argument("--layers", type=int, default=None)
     ap.add_argument("--vocab", type=int, default=None)
+    ap.add_argument("--hidden", type=int, default=None, help="hidden_size (e.g. a multiple of 256 for K-quants)")
+    ap.add_argument("--intermediate", type=int, default=None, help="intermediate_size")
+    ap.add_argument("--head-dim", type=int, default=None, help="head_dim")
     a = ap.parse_args()
     dtype = a.dtype or DEFAULT_DTYPE[a.preset]
     t0 = time.time()
+    sizes = {k: v for k, v in (("hidden_size", a.hidden), ("intermediate_size", a.intermediate),
+                               ("head_dim", a.head_dim)) if v}
     cfg = build_config(a.preset, dtype, a.layers, a.vocab, a.untied, a.attention_bias,
-                       a.mlp_bias, a.gate_mode)
+                       a.mlp_bias, a.gate_mode, **sizes)
     total, nfiles = write_checkpoint(cfg, a.out, dtype, a.shards, a.seed)
     nparams = sum(int(np.prod(s[1])) for s in tensor_specs(cfg))
     print(f"wrote {a.out}: spark2_5 preset={a.preset} layers={cfg['num_hidden_layers']} "

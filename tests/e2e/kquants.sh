@@ -16,9 +16,16 @@ echo "$out"
 # `ember quantize --type MIX` gives each tensor the type llama.cpp's rules
 # give it (read back with gguf-py's own GGUFReader; the rules restated here
 # from src/llama-quant.cpp for Spark's tensors: fused attn_qkv, tied output).
+# The model: random weights whose every matrix takes K-quants (inputs that are
+# multiples of 256; models/demo's 192 makes llama.cpp's rules fall back) and 8
+# layers, so the rules' layer ranges (first and last eighth, every third) bite.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+if ! out=$($PY reference/make_checkpoint.py --preset tiny --hidden 256 --intermediate 768 --head-dim 64 \
+             --layers 8 --vocab 512 --out "$tmp/model" 2>&1); then
+  fail kquants_mix_model "$out"; exit 1
+fi
 for mix in q4_k_m q5_k_m q3_k_m q2_k q4_k_s iq4_xs; do
-  if ! "$EMBER" quantize models/demo "$tmp/$mix.gguf" --type "$mix" 2>"$tmp/err"; then
+  if ! "$EMBER" quantize "$tmp/model" "$tmp/$mix.gguf" --type "$mix" 2>"$tmp/err"; then
     fail "kquants_mix_$mix" "$(cat "$tmp/err")"; continue
   fi
   if out=$($PY - "$src/gguf-py" "$tmp/$mix.gguf" "$mix" <<'PY' 2>&1
