@@ -12,6 +12,7 @@
 #include "onnx/manifest_io.h"
 #include "onnx/calibrate.h"
 #include "onnx/spark_decode_graph.h"
+#include "onnx/spark_ort.h"
 
 ember_export_params ember_export_default_params(void)
 {
@@ -157,6 +158,7 @@ static char *manifest_text(const spark_config *c, const spark_decode_layout *lay
     cJSON_AddNumberToObject(root, "manifest_version", 1);
     cJSON_AddStringToObject(root, "producer", "ember");
     cJSON_AddStringToObject(root, "architecture", "spark2_5");
+    spark_ort_model_shape_add(root, c);
     cJSON_AddItemToObject(root, "graphs", graphs);
     add_graph(graphs, c, lay, "decode", EXPORT_DECODE_FILE, EXPORT_DATA);
     if (chunk) add_graph(graphs, c, chunk, "prefill", EXPORT_PREFILL_FILE, EXPORT_DATA);

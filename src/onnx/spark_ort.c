@@ -63,6 +63,47 @@ static ember_status check_layers(const spark_config *c, const cJSON *g, const ch
     return EMBER_OK;
 }
 
+typedef struct shape_key {
+    const char *key;
+    int32_t value;
+} shape_key;
+
+static int model_shape(const spark_config *c, shape_key out[7])
+{
+    const shape_key k[] = {{"hidden_size", c->hidden},          {"num_attention_heads", c->n_heads},
+                           {"num_key_value_heads", c->n_kv_heads}, {"head_dim", c->head_dim},
+                           {"intermediate_size", c->intermediate}, {"vocab_size", c->vocab},
+                           {"sliding_window", c->sliding_window}};
+    memcpy(out, k, sizeof k);
+    return (int)(sizeof k / sizeof *k);
+}
+
+void spark_ort_model_shape_add(cJSON *root, const spark_config *c)
+{
+    shape_key k[7];
+    cJSON *m = cJSON_AddObjectToObject(root, "model");
+    for (int i = 0, n = model_shape(c, k); m && i < n; i++) cJSON_AddNumberToObject(m, k[i].key, k[i].value);
+}
+
+/* The manifest's "model" against the checkpoint's config (a manifest
+ * without one, from before it was written, is checked by its layers only). */
+static ember_status check_model_shape(const spark_config *c, const cJSON *root, const char *path)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (!m) return EMBER_OK;
+    shape_key k[7];
+    for (int i = 0, n = model_shape(c, k); i < n; i++) {
+        int32_t v;
+        if (!manifest_int(m, k[i].key, &v))
+            return ember_fail(EMBER_ERR_FORMAT, "%s: model.%s is missing or not an integer", path, k[i].key);
+        if (v != k[i].value)
+            return ember_fail(EMBER_ERR_FORMAT,
+                              "%s: exported from a model with %s %d, this checkpoint has %d (another model's graphs)",
+                              path, k[i].key, v, k[i].value);
+    }
+    return EMBER_OK;
+}
+
 ember_status spark_ort_manifest(const spark_config *c, const char *dir, spark_ort_info *info)
 {
     export_paths paths;
@@ -83,6 +124,7 @@ ember_status spark_ort_manifest(const spark_config *c, const char *dir, spark_or
     else if (form && (!cJSON_IsString(form) || spark_onnx_form_parse(form->valuestring, &info->form)))
         st = ember_fail(EMBER_ERR_FORMAT, "%s: unknown form (f32, f16, qdq8)", paths.manifest);
     if (!st) st = check_layers(c, g, paths.manifest);
+    if (!st) st = check_model_shape(c, root, paths.manifest);
     if (!st && pg) {
         int32_t ctx = 0;
         const cJSON *pform = cJSON_GetObjectItemCaseSensitive(pg, "form");

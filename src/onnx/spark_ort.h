@@ -27,6 +27,14 @@ typedef struct spark_ort_info {
 
 /* Reads dir's manifest and checks its graphs were exported for a model
  * with config c (its layers). */
+/* The model's shape as an export's manifest records it ("model": hidden
+ * size, heads, KV heads, head_dim, intermediate size, vocabulary, window),
+ * so that running the graphs beside another checkpoint is refused by name
+ * (a graph holds its own weights: it would run silently, or fail inside
+ * ONNX Runtime on a tensor's dimensions). */
+struct cJSON;
+void spark_ort_model_shape_add(struct cJSON *root, const spark_config *c);
+
 ember_status spark_ort_manifest(const spark_config *c, const char *dir, spark_ort_info *info);
 
 /* Opens dir (an `ember export onnx` folder for a model with config c) with
