@@ -221,7 +221,13 @@ await attempt('ui_stop_frees_row', async () => {
   });
   const before = await metrics(base);
   await send(page, 'Tell me a story.');
-  await until('a streaming reply', async () => ((await last(page, '.msg.assistant')) || {}).text.length > 40);
+  // anything streamed counts (a reply may open with a folded <think> block,
+  // outside .text)
+  await until('a streaming reply', async () => page.evaluate(() => {
+    const all = document.querySelectorAll('.msg.assistant');
+    const el = all[all.length - 1];
+    return el && !el.dataset.done && el.textContent.length > 40 && !document.getElementById('stop').hidden;
+  }));
   const during = await metrics(base);
   const clicked = await page.evaluate(() => {
     const stop = document.getElementById('stop');
