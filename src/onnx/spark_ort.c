@@ -1,6 +1,7 @@
 #include "onnx/spark_ort.h"
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,26 +64,29 @@ static ember_status check_layers(const spark_config *c, const cJSON *g, const ch
     return EMBER_OK;
 }
 
-typedef struct shape_key {
+/* The config fields an export's manifest records as "model". */
+static const struct {
     const char *key;
-    int32_t value;
-} shape_key;
+    size_t offset; /* of an int32_t in spark_config */
+} model_shape[] = {
+    {"hidden_size", offsetof(spark_config, hidden)},      {"num_attention_heads", offsetof(spark_config, n_heads)},
+    {"num_key_value_heads", offsetof(spark_config, n_kv_heads)}, {"head_dim", offsetof(spark_config, head_dim)},
+    {"intermediate_size", offsetof(spark_config, intermediate)}, {"vocab_size", offsetof(spark_config, vocab)},
+    {"sliding_window", offsetof(spark_config, sliding_window)},
+};
+#define N_MODEL_SHAPE (sizeof model_shape / sizeof *model_shape)
 
-static int model_shape(const spark_config *c, shape_key out[7])
+static int32_t shape_value(const spark_config *c, size_t i)
 {
-    const shape_key k[] = {{"hidden_size", c->hidden},          {"num_attention_heads", c->n_heads},
-                           {"num_key_value_heads", c->n_kv_heads}, {"head_dim", c->head_dim},
-                           {"intermediate_size", c->intermediate}, {"vocab_size", c->vocab},
-                           {"sliding_window", c->sliding_window}};
-    memcpy(out, k, sizeof k);
-    return (int)(sizeof k / sizeof *k);
+    int32_t v;
+    memcpy(&v, (const char *)c + model_shape[i].offset, sizeof v);
+    return v;
 }
 
 void spark_ort_model_shape_add(cJSON *root, const spark_config *c)
 {
-    shape_key k[7];
     cJSON *m = cJSON_AddObjectToObject(root, "model");
-    for (int i = 0, n = model_shape(c, k); m && i < n; i++) cJSON_AddNumberToObject(m, k[i].key, k[i].value);
+    for (size_t i = 0; m && i < N_MODEL_SHAPE; i++) cJSON_AddNumberToObject(m, model_shape[i].key, shape_value(c, i));
 }
 
 /* The manifest's "model" against the checkpoint's config (a manifest
@@ -91,15 +95,14 @@ static ember_status check_model_shape(const spark_config *c, const cJSON *root, 
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "model");
     if (!m) return EMBER_OK;
-    shape_key k[7];
-    for (int i = 0, n = model_shape(c, k); i < n; i++) {
+    for (size_t i = 0; i < N_MODEL_SHAPE; i++) {
         int32_t v;
-        if (!manifest_int(m, k[i].key, &v))
-            return ember_fail(EMBER_ERR_FORMAT, "%s: model.%s is missing or not an integer", path, k[i].key);
-        if (v != k[i].value)
+        if (!manifest_int(m, model_shape[i].key, &v))
+            return ember_fail(EMBER_ERR_FORMAT, "%s: model.%s is missing or not an integer", path, model_shape[i].key);
+        if (v != shape_value(c, i))
             return ember_fail(EMBER_ERR_FORMAT,
                               "%s: exported from a model with %s %d, this checkpoint has %d (another model's graphs)",
-                              path, k[i].key, v, k[i].value);
+                              path, model_shape[i].key, v, shape_value(c, i));
     }
     return EMBER_OK;
 }
