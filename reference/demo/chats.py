@@ -466,9 +466,15 @@ def _assistant(content, think, reasoning, calls=None):
     return m
 
 
-def _turn(rng, names, msgs, kinds, think):
-    """Appends one user request and the assistant's handling of it."""
-    r = rng.random()
+def _turn(rng, names, msgs, kinds, think, call2_boost=0.0):
+    """Appends one user request and the assistant's handling of it.
+    call2_boost > 0 (training corpora only): that share of the turns that
+    offer tools are two-call requests before the usual mix is drawn; 0 draws
+    nothing extra, so the held-out sets of every seed stay as they were."""
+    if names and call2_boost > 0 and rng.random() < call2_boost:
+        r = 0.6
+    else:
+        r = rng.random()
     if names and r < 0.52:
         name = rng.choice(names)
         user, args, result, answer, why = REQUESTS[name](rng)
@@ -487,7 +493,7 @@ def _turn(rng, names, msgs, kinds, think):
         u1, a1, res1, ans1, _ = REQUESTS[n1](rng)
         u2, a2, res2, ans2, _ = REQUESTS[n2](rng)
         if a1 == a2:
-            return _turn(rng, names, msgs, kinds, think)
+            return _turn(rng, names, msgs, kinds, think, call2_boost)
         joint = rng.choice(["Also,", "And", "Then", "Oh, and"])
         msgs.append({"role": "user", "content": f"{u1} {joint} {_lower1(u2)}"})
         kinds[len(msgs)] = "call2"
@@ -541,13 +547,14 @@ def offer(rng):
     return names, rng.choice(SYSTEMS)
 
 
-def conversation(rng, max_turns=None, offered=None):
+def conversation(rng, max_turns=None, offered=None, call2_boost=0.0):
     """max_turns: None for the default mix (mostly one request), else 1..max_turns
     requests drawn uniformly (more assistant turns per rendered tool list: the
     second training stage uses it to spend less compute on system prompts).
     offered: (names, system) from offer() to reuse (a family of conversations
     with one rendered system prompt, which training computes once); None draws
-    them, consuming the generator exactly as before families existed."""
+    them, consuming the generator exactly as before families existed.
+    call2_boost: see _turn (0, the default, for every evaluation)."""
     names, system = offered if offered is not None else offer(rng)
     tools = [TOOLS[n] for n in names]
     msgs, kinds = [], {}
@@ -556,5 +563,5 @@ def conversation(rng, max_turns=None, offered=None):
     think = rng.random() < 0.25
     turns = rng.choice([1, 1, 1, 1, 1, 1, 2, 2, 2, 3]) if max_turns is None else rng.randint(1, max_turns)
     for _ in range(turns):
-        _turn(rng, names, msgs, kinds, think)
+        _turn(rng, names, msgs, kinds, think, call2_boost)
     return {"tools": tools, "messages": msgs}, kinds

@@ -13,7 +13,7 @@ writes
 
 From Python (sys.path holding reference/demo):
     stories(seed, n) -> [str]                     the first n stories of a seed
-    chats(seed, n, max_turns=None, family=1) -> [{"tools", "messages"}]
+    chats(seed, n, max_turns=None, family=1, call2_boost=0.0) -> [{"tools", "messages"}]
                                                   the first n conversations of a seed
     heldout(seed, n) -> [{"tools", "messages", "kind", "expected"}]
         conversations cut where the assistant must answer: render
@@ -49,22 +49,22 @@ def drills(seed, n):
     return [_drills.drill(rng) for _ in range(n)]
 
 
-def _conversations(seed, max_turns=None, family=1):
+def _conversations(seed, max_turns=None, family=1, call2_boost=0.0):
     """family > 1: runs of that many conversations share one tool list and
     system prompt (each conversation is otherwise drawn as usual)."""
     rng = random.Random(f"chat-{seed}")
     while True:
         if family <= 1:
-            yield _chats.conversation(rng, max_turns)
+            yield _chats.conversation(rng, max_turns, None, call2_boost)
             continue
         offered = _chats.offer(rng)
         for _ in range(family):
-            yield _chats.conversation(rng, max_turns, offered)
+            yield _chats.conversation(rng, max_turns, offered, call2_boost)
 
 
-def chats(seed, n, max_turns=None, family=1):
+def chats(seed, n, max_turns=None, family=1, call2_boost=0.0):
     out = []
-    for conv, _ in _conversations(seed, max_turns, family):
+    for conv, _ in _conversations(seed, max_turns, family, call2_boost):
         if len(out) == n:
             break
         out.append(conv)
@@ -111,6 +111,10 @@ def main():
                     help="write the conversations in runs of N that share one tool list and system prompt "
                          "(train.py --share-prefix computes such a prompt once for the run; default 1: "
                          "every conversation draws its own, as before)")
+    ap.add_argument("--call2-boost", type=float, default=0.0,
+                    help="training corpora only: this share of the requests that offer tools ask for two calls "
+                         "before the usual mix is drawn (the demo's weakest kind; 0, the default, leaves every "
+                         "seed's conversations exactly as before)")
     ap.add_argument("--drills", type=int, default=0,
                     help="also N copy/look-up drills (drills.py), shuffled into prose.jsonl")
     ap.add_argument("--rendered", action="store_true",
@@ -129,7 +133,7 @@ def main():
     n_chat = 0
     rendered = open(os.path.join(args.out, "chats.rendered.jsonl"), "w", encoding="utf-8") if args.rendered else None
     with open(os.path.join(args.out, "chats.jsonl"), "w", encoding="utf-8") as f:
-        for c in chats(args.seed, args.chats, args.max_turns, args.family):
+        for c in chats(args.seed, args.chats, args.max_turns, args.family, args.call2_boost):
             f.write(json.dumps(c, ensure_ascii=False) + "\n")
             if rendered:
                 rendered.write(json.dumps(chatfmt.render(c["messages"], c["tools"]), ensure_ascii=False) + "\n")
