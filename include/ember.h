@@ -183,7 +183,7 @@ typedef struct ember_session_params {
     int32_t max_context;   /* tokens the session can hold; sizes the full-layer
                               caches. default 4096, capped by the model's
                               max_position_embeddings */
-    int32_t prefill_chunk; /* tokens per prefill step; default 64 */
+    int32_t prefill_chunk; /* tokens per prefill step; default 128 */
     int32_t n_threads;     /* worker threads incl. the caller; 0 = one per
                               online CPU (default) */
     ember_type kv_type;    /* KV cache format: F32 (default), F16 or Q8_0 */

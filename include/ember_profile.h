@@ -48,7 +48,7 @@ typedef struct ember_profile_params {
     int32_t context;       /* tokens per sequence for the KV budget; 0 (default):
                               min(4096, the model's maximum) */
     ember_type kv_type;    /* KV cache format for the budget; NONE (default): F32 */
-    int32_t prefill_chunk; /* 0 (default): 64 */
+    int32_t prefill_chunk; /* 0 (default): 128 */
 } ember_profile_params;
 
 ember_profile_params ember_profile_default_params(void);

@@ -428,7 +428,7 @@ ember_status edge_derive(const edge_hw *hw, const edge_model_info *m, const edge
     int64_t row = 0;
     ember_status st = kv_row_bytes(out->kv_type, m->head_dim, &row);
     if (st) return st;
-    const int64_t chunk = opts.prefill_chunk > 0 ? opts.prefill_chunk : 64;
+    const int64_t chunk = opts.prefill_chunk > 0 ? opts.prefill_chunk : 128;
 
     derive_threads(hw, m, out);
 

@@ -26,7 +26,7 @@ ember_session_params ember_session_default_params(void)
     ember_session_params p;
     memset(&p, 0, sizeof p);
     p.max_context = 4096;
-    p.prefill_chunk = 64;
+    p.prefill_chunk = 128;
     p.n_threads = 0;
     p.kv_type = EMBER_TYPE_F32;
     return p;

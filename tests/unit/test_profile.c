@@ -98,13 +98,13 @@ static void model_info_tts(void)
     CHECK(m.kv_fixed_f32_bytes == 5LL * 16 * 8 * 128 * 4 * 2);
 }
 
-/* Common to the 1.7B cases (context 4096, f32 cache, chunk 64):
+/* Common to the 1.7B cases (context 4096, f32 cache, chunk 128):
  *   KV per token: 7 full x 2 kv heads x 256 x 4 B x 2 = 28672
  *   fixed per sequence: 21 sliding x 511 slots x 2 x 1024 B x 2 = 43954176
  *   per sequence: 4096 x 28672 + 43954176 = 161394688
- *   scratch per sequence: 4 x (64 x (2*2048 + 8*256 + 2*2*256 + 2*6144 +
- *     8*(64+256)) + 131072) = 4 x (64 x 22016 + 131072) = 6160384
- *   activations: 64 MiB + cap x 6160384 (cap 2: 79429632, cap 1: 73269248)
+ *   scratch per sequence: 4 x (128 x (2*2048 + 8*256 + 2*2*256 + 2*6144 +
+ *     8*(128+256)) + 131072) = 4 x (128 x 22528 + 131072) = 12058624
+ *   activations: 64 MiB + cap x 12058624 (cap 2: 91226112, cap 1: 79167488)
  *   bytes read per token: 1619576832 x {2, 34/32, 18/32} for bf16, q8_0,
  *     q4_0 = 3239153664, 1720800384, 911011968 (also the in-memory sizes) */
 #define KV_TOKEN_17B 28672LL
@@ -114,7 +114,7 @@ static void model_info_tts(void)
  * SMT siblings 16-31 -> cores 0-7. Bandwidth min(80, 8 x 10) = 80 GB/s:
  * bf16 gives 80e9 / 3239153664 = 24.7 tok/s >= 10 -> bf16. Pool
  * 251234560 kB x 1024 = 257264189440; budget 257264189440 - 3239153664 -
- * 79429632 - 2 GiB = 251798122496 -> 1560 sequences, cap 2. */
+ * 91226112 - 2 GiB = 251786326016 -> 1560 sequences, cap 2. */
 static void derive_x86_server(void)
 {
     edge_model_info m;
@@ -126,8 +126,8 @@ static void derive_x86_server(void)
     CHECK(p.weight_type == EMBER_TYPE_BF16 && !p.convert && p.weight_bytes == 3239153664LL);
     CHECK(p.bw_bytes_per_s == 80e9);
     CHECK(p.kv_bytes_per_token == KV_TOKEN_17B && p.kv_bytes_per_seq == KV_SEQ_17B);
-    CHECK(p.act_bytes == 79429632LL);
-    CHECK_MSG(p.kv_budget_bytes == 251798122496LL, "budget %lld", (long long)p.kv_budget_bytes);
+    CHECK(p.act_bytes == 91226112LL);
+    CHECK_MSG(p.kv_budget_bytes == 251786326016LL, "budget %lld", (long long)p.kv_budget_bytes);
     CHECK(p.max_seqs == 2);
     CHECK(p.n_ramp == 5 && p.chunk_ramp[0] == 2 && p.chunk_ramp[4] == 25 && p.chunk_margin_ms == 120);
     /* load: ceil(2 x 3239153664 / 1e9 + 60) = ceil(66.48) = 67 s; a step
@@ -144,9 +144,9 @@ static void derive_x86_server(void)
  * (871*5 = 4355 >= 4096; 389*5 < 4096) -> cores 4-7. LLM: threads 4, the
  * audio thread on the slowest big cluster's last core, cpu 6. Bandwidth
  * min(30, 4 x 8) = 30 GB/s: bf16 30e9/3239153664 = 9.26 < 10; q8_0
- * 30e9/1720800384 = 17.4 and needs 1720800384 + 73269248 + 1 GiB +
- * 161394688 = 3029206144 <= 5123456 kB x 1024 = 5246418944 -> q8_0. Budget
- * 5246418944 - 1720800384 - 73269248 - 1 GiB = 2378607488 -> 14 sequences, cap 1. */
+ * 30e9/1720800384 = 17.4 and needs 1720800384 + 79167488 + 1 GiB +
+ * 161394688 = 3035104384 <= 5123456 kB x 1024 = 5246418944 -> q8_0. Budget
+ * 5246418944 - 1720800384 - 79167488 - 1 GiB = 2372709248 -> 14 sequences, cap 1. */
 static void derive_snapdragon_phone(void)
 {
     edge_model_info m;
@@ -155,7 +155,7 @@ static void derive_snapdragon_phone(void)
     CHECK(p.cls == EDGE_CLASS_NPU_PHONE);
     CHECK(p.n_threads == 4 && cpus_are(&p.decode_cpus, "4-7") && cpus_are(&p.audio_cpus, "6"));
     CHECK(p.weight_type == EMBER_TYPE_Q8_0 && p.convert && p.weight_bytes == 1720800384LL);
-    CHECK_MSG(p.kv_budget_bytes == 2378607488LL, "budget %lld", (long long)p.kv_budget_bytes);
+    CHECK_MSG(p.kv_budget_bytes == 2372709248LL, "budget %lld", (long long)p.kv_budget_bytes);
     CHECK(p.max_seqs == 1);
     CHECK(p.n_ramp == 4 && p.chunk_ramp[0] == 4 && p.chunk_ramp[1] == 8 && p.chunk_ramp[3] == 25);
     CHECK(p.chunk_margin_ms == 200);
@@ -170,8 +170,8 @@ static void derive_snapdragon_phone(void)
 
 /* Orin: 12 cores of one capacity, one NUMA node -> threads 12. Bandwidth
  * min(60, 12 x 8) = 60: bf16 60e9/3239153664 = 18.5 -> bf16. Budget
- * 60123456 kB x 1024 = 61566418944 - 3239153664 - 79429632 - 3 GiB =
- * 55026610176 -> 340 sequences, cap 2. */
+ * 60123456 kB x 1024 = 61566418944 - 3239153664 - 91226112 - 3 GiB =
+ * 55014813696 -> 340 sequences, cap 2. */
 static void derive_jetson_orin(void)
 {
     edge_model_info m;
@@ -180,7 +180,7 @@ static void derive_jetson_orin(void)
     CHECK(p.cls == EDGE_CLASS_JETSON);
     CHECK(p.n_threads == 12 && cpus_are(&p.decode_cpus, "0-11") && cpus_are(&p.audio_cpus, "11"));
     CHECK(p.weight_type == EMBER_TYPE_BF16);
-    CHECK_MSG(p.kv_budget_bytes == 55026610176LL, "budget %lld", (long long)p.kv_budget_bytes);
+    CHECK_MSG(p.kv_budget_bytes == 55014813696LL, "budget %lld", (long long)p.kv_budget_bytes);
     CHECK(p.max_seqs == 2);
     CHECK(p.chunk_ramp[0] == 2 && p.chunk_margin_ms == 80);
     REQUIRE(tiny(&m) == 0 && derive_on("jetson-orin", &m, &p) == 0);
@@ -189,9 +189,9 @@ static void derive_jetson_orin(void)
 
 /* Pi 5: 4 cores, bandwidth min(12, 4 x 4) = 12: bf16 3.70 and q8_0
  * 12e9/1720800384 = 6.97 tok/s miss 10; q4_0 12e9/911011968 = 13.2 and
- * needs 911011968 + 73269248 + 1 GiB + 161394688 = 2219417728 <= 7512345 kB
- * x 1024 = 7692641280 -> q4_0. Budget 7692641280 - 911011968 - 73269248 -
- * 1 GiB = 5634618240 -> 34 sequences, cap 1. */
+ * needs 911011968 + 79167488 + 1 GiB + 161394688 = 2225315968 <= 7512345 kB
+ * x 1024 = 7692641280 -> q4_0. Budget 7692641280 - 911011968 - 79167488 -
+ * 1 GiB = 5628720000 -> 34 sequences, cap 1. */
 static void derive_raspberry_pi_5(void)
 {
     edge_model_info m;
@@ -200,7 +200,7 @@ static void derive_raspberry_pi_5(void)
     CHECK(p.cls == EDGE_CLASS_ARM64_CPU);
     CHECK(p.n_threads == 4 && cpus_are(&p.decode_cpus, "0-3") && cpus_are(&p.audio_cpus, "3"));
     CHECK(p.weight_type == EMBER_TYPE_Q4_0 && p.weight_bytes == 911011968LL);
-    CHECK_MSG(p.kv_budget_bytes == 5634618240LL, "budget %lld", (long long)p.kv_budget_bytes);
+    CHECK_MSG(p.kv_budget_bytes == 5628720000LL, "budget %lld", (long long)p.kv_budget_bytes);
     CHECK(p.max_seqs == 1);
     /* ramp from 3 frames: 3, 6, 12, 24, then the steady 25 */
     CHECK(p.n_ramp == 5 && p.chunk_ramp[0] == 3 && p.chunk_ramp[3] == 24 && p.chunk_ramp[4] == 25);
@@ -221,10 +221,10 @@ static int derive_with(const char *json, const edge_model_info *m, edge_profile 
 }
 
 /* 2.5 GiB = 2684354560 and a measured 100 GB/s: bf16 (3239153664 +
- * 73269248 + 1 GiB + 161394688 = 4547559424) and q8_0 (3029206144) do not
- * fit, q4_0 (2219417728) does. Budget 2684354560 - 911011968 - 73269248 -
- * 1 GiB = 626331520: 3 sequences (cap 1); one sequence holds
- * (626331520 - 43954176) / 28672 = 20311 tokens. */
+ * 79167488 + 1 GiB + 161394688 = 4553457664) and q8_0 (3035104384) do not
+ * fit, q4_0 (2225315968) does. Budget 2684354560 - 911011968 - 79167488 -
+ * 1 GiB = 620433280: 3 sequences (cap 1); one sequence holds
+ * (620433280 - 43954176) / 28672 = 20105 tokens. */
 static void memory_picks_the_format(void)
 {
     edge_model_info m;
@@ -233,11 +233,11 @@ static void memory_picks_the_format(void)
     REQUIRE(derive_with("{\"class\": \"arm64_cpu\", \"n_logical\": 4, \"ram_total_bytes\": 2684354560,"
                         " \"mem_bw_bytes_per_s\": 100000000000}", &m, &p) == 0);
     CHECK(p.weight_type == EMBER_TYPE_Q4_0 && p.bw_given && p.bw_bytes_per_s == 100e9);
-    CHECK_MSG(p.kv_budget_bytes == 626331520LL, "budget %lld", (long long)p.kv_budget_bytes);
+    CHECK_MSG(p.kv_budget_bytes == 620433280LL, "budget %lld", (long long)p.kv_budget_bytes);
     CHECK(p.max_seqs == 1);
-    CHECK_MSG(p.max_context_one_seq == 20311, "max context %d", p.max_context_one_seq);
-    /* 2.1e9: even q4_0 (2219417728) does not fit; budget 2100000000 -
-     * 911011968 - 73269248 - 1 GiB = 41976960 < one sequence -> 0, and below
+    CHECK_MSG(p.max_context_one_seq == 20105, "max context %d", p.max_context_one_seq);
+    /* 2.1e9: even q4_0 (2225315968) does not fit; budget 2100000000 -
+     * 911011968 - 79167488 - 1 GiB = 36078720 < one sequence -> 0, and below
      * the 43954176 of the sliding rings -> no context at all */
     REQUIRE(derive_with("{\"class\": \"arm64_cpu\", \"n_logical\": 4, \"ram_total_bytes\": 2100000000}", &m, &p) == 0);
     CHECK(p.weight_type == EMBER_TYPE_Q4_0 && p.max_seqs == 0 && p.max_context_one_seq == 0);
