@@ -13,7 +13,7 @@ const char cli_common_usage[] =
     "  --threads N                      worker threads (default: one per CPU)\n"
     "  --kernels scalar|avx2|avx512|neon  force a kernel set (default: the best this CPU runs)\n"
     "  --gelu erf|tanh                  MLP GELU form (default erf, the model's own)\n"
-    "  --chunk N                        prefill chunk in tokens (default 64)\n"
+    "  --chunk N                        prefill chunk in tokens (default 128)\n"
     "  --kv-type f32|f16|q8_0           KV cache format (default f32)\n"
     "  --backend cpu|onnx:DIR           who runs each step: ember's kernels (default), or the\n"
     "                                   graph `ember export onnx` wrote to DIR on ONNX Runtime\n"
