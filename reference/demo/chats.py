@@ -466,16 +466,21 @@ def _assistant(content, think, reasoning, calls=None):
     return m
 
 
+# Where one draw in [0, 1) picks a turn's kind: a single call below CALL_UPTO,
+# two calls below CALL2_UPTO (when tools are offered), then the direct kinds.
+CALL_UPTO, CALL2_UPTO = 0.52, 0.64
+
+
 def _turn(rng, names, msgs, kinds, think, call2_boost=0.0):
     """Appends one user request and the assistant's handling of it.
     call2_boost > 0 (training corpora only): that share of the turns that
     offer tools are two-call requests before the usual mix is drawn; 0 draws
     nothing extra, so the held-out sets of every seed stay as they were."""
     if names and call2_boost > 0 and rng.random() < call2_boost:
-        r = 0.6
+        r = CALL_UPTO  # inside the two-call band
     else:
         r = rng.random()
-    if names and r < 0.52:
+    if names and r < CALL_UPTO:
         name = rng.choice(names)
         user, args, result, answer, why = REQUESTS[name](rng)
         msgs.append({"role": "user", "content": user})
@@ -487,7 +492,7 @@ def _turn(rng, names, msgs, kinds, think, call2_boost=0.0):
         msgs.append(_tool_msg(result))
         kinds[len(msgs)] = "answer"
         msgs.append(_assistant(answer, think, "The tool returned the result; I'll report it."))
-    elif names and r < 0.64:
+    elif names and r < CALL2_UPTO:
         n1 = rng.choice(names)
         n2 = n1 if rng.random() < 0.3 else rng.choice(names)
         u1, a1, res1, ans1, _ = REQUESTS[n1](rng)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "ember.h"
 #include "edge/hw_json.h"
 #include "edge/probe.h"
 #include "kernels/formats.h"
@@ -428,7 +429,8 @@ ember_status edge_derive(const edge_hw *hw, const edge_model_info *m, const edge
     int64_t row = 0;
     ember_status st = kv_row_bytes(out->kv_type, m->head_dim, &row);
     if (st) return st;
-    const int64_t chunk = opts.prefill_chunk > 0 ? opts.prefill_chunk : 128;
+    const int64_t chunk = opts.prefill_chunk > 0 ? opts.prefill_chunk
+                                                  : ember_session_default_params().prefill_chunk;
 
     derive_threads(hw, m, out);
 

@@ -22,7 +22,7 @@
 typedef struct edge_derive_opts {
     int32_t context;       /* tokens per sequence; 0: min(4096, the model's maximum) */
     ember_type kv_type;    /* NONE: F32 (ember's default, exact) */
-    int32_t prefill_chunk; /* 0: 128, ember's default */
+    int32_t prefill_chunk; /* 0: ember_session_default_params()'s */
 } edge_derive_opts;
 
 typedef enum edge_why {
