@@ -100,7 +100,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--rounds")) rounds = atoi(v), i++;
         else return usage(argv[0]);
     }
-    if (rows < 1 || cols < 1 || rows * cols > (1LL << 31) || tokens < 1 || tokens > 64 ||
+    if (rows < 1 || cols < 1 || rows * cols > (1LL << 31) || tokens < 1 || tokens > 512 ||
         threads < 1 || threads > 64 || mb < 1 || rounds < 1 || rounds > MAX_ROUNDS)
         return usage(argv[0]);
 
