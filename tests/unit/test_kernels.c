@@ -318,10 +318,10 @@ static int simd_case(const ek_kernel_set *k, et_dtype dt, int64_t R, int64_t C, 
 }
 
 /* Odd shapes: rows 1..67, tokens 1..9 and the prefill sizes around 16, 32,
- * 64 (and past 64, which the packed kernels do in passes), columns that
- * leave every SIMD tail for the float formats and 1..20 blocks (and 65, past
- * the 64-block packing chunk, and 161, past the quads' 160) for the block
- * formats. */
+ * 64 (and past 64 and 128, which the packed kernels do in passes and
+ * spans), columns that leave every SIMD tail for the float formats and 1..20
+ * blocks (and 65, past the 64-block packing chunk, and 161, past the quads'
+ * 160) for the block formats. */
 /* Block counts tried per (rows, tokens) pair. EMBER_KERNEL_SWEEP=light (what
  * tests/run_all.sh sets for the emulated NEON runs and the sanitizer run,
  * where each case costs 5-10x) tries one instead of two; the pairs, formats
@@ -336,7 +336,7 @@ static int sweep_block_counts(void)
 static void simd_sets_match_scalar_twin(void)
 {
     static const int64_t rows_list[] = {1, 2, 3, 4, 5, 6, 7, 9, 13, 16, 17, 31, 33, 67};
-    static const int tokens_list[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 32, 33, 49, 64, 70};
+    static const int tokens_list[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 32, 33, 49, 64, 70, 130};
     static const int64_t cols_float[] = {1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 63, 100, 257, 1000};
     static const int64_t blocks_list[] = {1, 2, 3, 4, 5, 7, 8, 11, 13, 16, 17, 20, 65, 161};
     const ek_kernel_set *sets[4];
