@@ -285,15 +285,9 @@ TARGET void ek_gemm_kquant_prefill_avx512(float *y, int64_t ys, const ek_matrix 
                     }
                     r += R;
                 }
-                const size_t width = (size_t)(rend - rp);
-                for (int t = 0; t < span; t++) {
-                    float *o = y + (int64_t)(s0 + t) * ys + rp;
-                    const float *pt = panel + (int64_t)t * KP_PANEL;
-                    if (sb0)
-                        for (size_t j = 0; j < width; j++) o[j] += pt[j];
-                    else
-                        memcpy(o, pt, width * sizeof *o);
-                }
+                for (int t = 0; t < span; t++)
+                    ek_store_run(y + (int64_t)(s0 + t) * ys + rp, panel + (int64_t)t * KP_PANEL, rend - rp,
+                                 sb0 > 0);
             }
         }
     }

@@ -717,14 +717,8 @@ static TARGET void gemm_q_packed(float *y, int64_t ys, const ek_matrix *w, int64
                         }
                         r += n;
                     }
-                    for (int t = 0; t < T; t++) {
-                        float *o = &y[(int64_t)(t0 + t) * ys + rp];
-                        const float *pp = &panel[t * PK_PANEL];
-                        if (b0)
-                            for (int j = 0; j < width; j++) o[j] += pp[j];
-                        else
-                            memcpy(o, pp, (size_t)width * sizeof *o);
-                    }
+                    for (int t = 0; t < T; t++)
+                        ek_store_run(&y[(int64_t)(t0 + t) * ys + rp], &panel[t * PK_PANEL], width, b0 > 0);
                 }
             }
         }

@@ -1,8 +1,9 @@
 /* Eight rows of 16 token lanes (the accumulators of a token-major tile) out
  * to token-major memory: token l's 8 results as one 256-bit access at
- * dst + l * stride. Used by the prefill tiles of matmul_avx512.c and
- * kquants_prefill_avx512.c. Include after defining TARGET (the includer's
- * target attributes, AVX-512 F); x86-64 only. */
+ * dst + l * stride; and a token's run of a panel of such results out to y.
+ * Used by the prefill tiles of matmul_avx512.c and kquants_prefill_avx512.c.
+ * Include after defining TARGET (the includer's target attributes, AVX-512
+ * F); x86-64 only. */
 #ifndef EMBER_KERNELS_TRANSPOSE_AVX512_H
 #define EMBER_KERNELS_TRANSPOSE_AVX512_H
 
@@ -38,6 +39,23 @@ static inline __attribute__((always_inline)) TARGET void ek_store_rows8_t16(floa
                                         _mm_load_ps(&quad[4 + m][4 * q]), 1);
         float *o = dst + l * stride;
         _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), t) : t);
+    }
+}
+
+/* dst[j] (+)= src[j] for j < n: a panel's run for one token into y (GCC's
+ * -O2 leaves the plain loop scalar, a load, add and store per float). */
+static inline __attribute__((always_inline)) TARGET void ek_store_run(float *dst, const float *src,
+                                                                      int64_t n, int add)
+{
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 v = _mm512_loadu_ps(src + j);
+        _mm512_storeu_ps(dst + j, add ? _mm512_add_ps(_mm512_loadu_ps(dst + j), v) : v);
+    }
+    if (j < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - j)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, src + j);
+        _mm512_mask_storeu_ps(dst + j, m, add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + j), v) : v);
     }
 }
 
