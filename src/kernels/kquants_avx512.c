@@ -177,7 +177,7 @@ TARGET void ek_gemm_kquant_avx512(float *y, int64_t ys, const ek_matrix *w, int6
     size_t rb = ek_row_bytes(w->dtype, w->cols);
     for (int64_t r = r0; r < r1; r++) {
         const char *row = (const char *)w->data + (size_t)r * rb;
-        if (r + 1 < r1)
+        if (nt >= EK_KQ_PREFETCH_MIN_TOKENS && r + 1 < r1)
             for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + rb + o, _MM_HINT_T0);
         for (int t0 = 0; t0 < nt; t0 += KT) {
             int T = nt - t0 < KT ? nt - t0 : KT;

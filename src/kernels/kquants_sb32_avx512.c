@@ -268,7 +268,8 @@ ROWS_OF(rows_q5_k, ET_Q5_K)
 ROWS_OF(rows_iq4_xs, ET_IQ4_XS)
 
 /* The next row into L1 while this one computes: its lines arrive in time
- * for the first super-blocks, which hardware prefetch would reach late. */
+ * for the first super-blocks, which hardware prefetch would reach late
+ * when several tokens make a row slow (EK_KQ_PREFETCH_MIN_TOKENS). */
 static inline void prefetch_l1(const char *p, size_t bytes)
 {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
@@ -292,7 +293,7 @@ TARGET void ek_gemm_kquant_sb32_avx512(float *y, int64_t ys, const ek_matrix *w,
     const size_t rb = ek_row_bytes(w->dtype, w->cols);
     const char *row = (const char *)w->data + (size_t)r0 * rb;
     for (int64_t r = r0; r < r1; r++, row += rb) {
-        if (r + 1 < r1) prefetch_l1(row + rb, rb);
+        if (nt >= EK_KQ_PREFETCH_MIN_TOKENS && r + 1 < r1) prefetch_l1(row + rb, rb);
         for (int t0 = 0; t0 < nt; t0 += KT) rows[nt - t0 < KT ? nt - t0 : KT](y, ys, row, r, &a, t0);
     }
     kq32_acts_free(&a);

@@ -124,6 +124,15 @@ void ek_kq_acts_free(ek_kq_acts *a);
 
 /* ---- row functions and the driver ---------------------------------------- */
 
+/* The AVX-512 drivers prefetch a row's successor into L1 while the row
+ * computes only from this many tokens on: there the row takes long enough
+ * that the stream outruns the hardware prefetcher (kernel_ab, 2 threads,
+ * weights from DRAM in huge pages: without it Q6_K 2048x6144 at 4 tokens
+ * -27%, Q4_K 6144x2048 at 8 tokens -14%). For one token the software
+ * prefetches only compete with the hardware's (Q4_K, Q5_K, Q6_K +5-12%
+ * without them; the 1.7B Q4_K_M decode 29-34 -> 38-39 tok/s). */
+enum { EK_KQ_PREFETCH_MIN_TOKENS = 2 };
+
 /* Tokens per pass over a row: each super-block is unpacked once for up to
  * EK_KQ_KT tokens (AVX2 has 16 vector registers: its weights and four
  * tokens' accumulators fill them). */
