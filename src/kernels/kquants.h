@@ -129,6 +129,11 @@ void ek_gemm_kquant_scalar(float *y, int64_t y_stride, const struct ek_matrix *w
 void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
 
+/* IQ4_NL on AVX-512 VNNI (kquants_iq4nl_avx512.c), any number of tokens:
+ * only for CPUs the avx512 set runs on. */
+void ek_gemm_iq4_nl_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
+                           const void *x, size_t x_stride, int n_tokens);
+
 /* The AVX-512 decode engine for the types scaled per sub-block of 32
  * (kquants_sb32_avx512.c: Q4_K, Q5_K, IQ4_XS; any other type takes the
  * scalar kernel): one to a few tokens, only for CPUs the avx512 set runs

@@ -164,8 +164,8 @@ static const row_fn rows_for[KT + 1] = {NULL, row_1, row_2, row_3, row_4, row_5,
 TARGET void ek_gemm_kquant_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
                                   size_t xs, int nt)
 {
-    if (w->dtype == ET_IQ4_NL) { /* 32-value blocks: the scalar kernel */
-        ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+    if (w->dtype == ET_IQ4_NL) { /* 32-value blocks: their own kernel */
+        ek_gemm_iq4_nl_avx512(y, ys, w, r0, r1, x, xs, nt);
         return;
     }
     kq_acts a;

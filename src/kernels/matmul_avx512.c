@@ -920,7 +920,7 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
         {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                     \
          [ET_Q8_0] = gemm_q8_0, [ET_Q4_0] = gemm_q4_0,                                        \
          [ET_Q2_K] = gemm_kq, [ET_Q3_K] = gemm_kq, [ET_Q4_K] = gemm_kq, [ET_Q5_K] = gemm_kq,  \
-         [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = ek_gemm_kquant_avx512}, \
+         [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = ek_gemm_iq4_nl_avx512}, \
         quantize_q8_0,                                                                        \
         dot_f32_avx512,                                                                       \
         axpy_f32_avx512,                                                                      \
