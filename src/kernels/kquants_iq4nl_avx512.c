@@ -49,9 +49,9 @@ INLINE __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_c
 INLINE void iq4_nl_row(float *y, int64_t ys, const ek_block_iq4_nl *w, int64_t r, const char *x, size_t xs,
                        int64_t nb, int t0, const int T)
 {
-    const __m256i lut = _mm256_broadcastsi128_si256(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129,
-                                                                  (char)141, (char)153, (char)166, (char)181,
-                                                                  (char)197, (char)217, (char)241));
+    /* the levels plus 128 (a flipped sign bit), as unsigned bytes */
+    const __m256i lut = _mm256_broadcastsi128_si256(
+        _mm_xor_si128(_mm_loadu_si128((const __m128i *)ek_iq4_levels), _mm_set1_epi8((char)0x80)));
     const __m512i m128 = _mm512_set1_epi8((char)0x80);
     const __mmask16 upper = 0xff00;
     __m512 acc[IQ_KT];
@@ -73,15 +73,8 @@ INLINE void iq4_nl_row(float *y, int64_t ys, const ek_block_iq4_nl *w, int64_t r
     }
     _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
         float sum = _mm512_reduce_add_ps(acc[t]);
-        if (b < nb) { /* an odd last block, as the scalar kernel does it */
-            const ek_block_q8_0 *xb = (const ek_block_q8_0 *)(x + (size_t)(t0 + t) * xs) + b;
-            int32_t dot = 0;
-            for (int l = 0; l < 16; l++) {
-                dot += ek_iq4_levels[w[b].qs[l] & 15] * (int32_t)xb->q[l];
-                dot += ek_iq4_levels[w[b].qs[l] >> 4] * (int32_t)xb->q[l + 16];
-            }
-            sum += ek_f16_to_f32(w[b].d) * ek_f16_to_f32(xb->d) * (float)dot;
-        }
+        if (b < nb) /* an odd last block: the scalar kernel's */
+            sum += ek_dot_iq4_nl_scalar(&w[b], (const ek_block_q8_0 *)(x + (size_t)(t0 + t) * xs) + b, EK_QBLOCK);
         y[(int64_t)(t0 + t) * ys + r] = sum;
     }
 }

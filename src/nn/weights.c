@@ -150,7 +150,7 @@ static int wants_rows8(const wt_loader *ld, const ek_matrix *m, et_dtype target)
 /* Replaces m's data by a copy in `target` and `layout` (either may be m's
  * own), in one of the loader's converted blocks. Rows go through fp32
  * where the format changes; the interleaved layout takes them 8 at a time
- * through a small buffer; a row that changes neither is copied as it is. */
+ * through a small buffer; a matrix that changes neither is copied as it is. */
 static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, et_dtype target,
                                  ek_layout layout)
 {
@@ -188,8 +188,8 @@ static ember_status place_matrix(wt_loader *ld, const char *name, ek_matrix *m, 
             src_stride = out_row;
         }
         if (rows8) ek_rows8_pack(target, m->cols, src, src_stride, out);
-        else if (!convert) memcpy(out, src, in_row);
     }
+    if (!convert && !rows8) memcpy(dst, m->data, (size_t)m->rows * in_row);
     free(row);
     free(group);
     drop_source_pages(m->data, (size_t)m->rows * in_row);
