@@ -52,6 +52,11 @@ typedef void (*ek_axpy_fn)(float *y, float a, const float *x, int64_t n);
  *   scores: s[h * s_stride + j] = scale * dot(q[h * d ..], k[j])
  *   accum:  o[h * d + i] += sum_j p[h * p_stride + j] * v[j][i]
  * Each K/V row is loaded once for all nh heads. */
+/* A call of at most EK_ATTN_HOT_KEYS keys says its rows are in cache (a
+ * prefill walks a tile in runs this long, each read by several queries): the
+ * kernel may then order its loads for arithmetic, not for a DRAM stream.
+ * The scores are the same either way. */
+#define EK_ATTN_HOT_KEYS 16
 typedef void (*ek_attn_scores_fn)(float *s, int64_t s_stride, const float *q, int nh,
                                   const float *const *k, int nk, int d, float scale);
 typedef void (*ek_attn_accum_fn)(float *o, const float *p, int64_t p_stride, int nh,

@@ -138,23 +138,34 @@ INLINE void prefetch_rows(const float *const *rows, int n, int d)
 }
 
 /* H heads x J keys of scores, d a multiple of 16: each K vector is loaded
- * once for the H heads. Row by row: the keys come from DRAM (a decode step
- * reads the whole cache once), and walking J rows in lockstep, 64 bytes of
- * each in turn, hides the stream from the hardware prefetcher (measured at
- * 32k keys: 1.5x the time of reading the rows front to back); the Q vectors
- * are reloaded from L1 instead. */
+ * once for the H heads. Keys from DRAM (a decode step reads the whole cache
+ * once) go row by row: walking J rows in lockstep, 64 bytes of each in turn,
+ * hides the stream from the hardware prefetcher (measured at 32k keys: 1.5x
+ * the time of reading the rows front to back); the Q vectors are reloaded
+ * from L1 instead. Keys already in cache (`hot`: a prefill's short runs,
+ * read by several queries) go in lockstep: H x J independent fma chains
+ * instead of H, which left the fma pipes waiting on their latency. Each
+ * score sums the same products in the same order either way. */
 INLINE void scores_block(float *s, int64_t ss, const float *q, const float *const *k, int d,
-                         float scale, const int H, const int J)
+                         float scale, const int H, const int J, const int hot)
 {
     __m512 acc[4][4];
     _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
         _Pragma("GCC unroll 4") for (int j = 0; j < J; j++) acc[h][j] = _mm512_setzero_ps();
-    _Pragma("GCC unroll 4") for (int j = 0; j < J; j++)
-        for (int i = 0; i < d; i += 16) {
-            __m512 kv = _mm512_loadu_ps(k[j] + i);
-            _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
-                acc[h][j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (int64_t)h * d + i), kv, acc[h][j]);
-        }
+    if (hot)
+        for (int i = 0; i < d; i += 16)
+            _Pragma("GCC unroll 4") for (int j = 0; j < J; j++) {
+                __m512 kv = _mm512_loadu_ps(k[j] + i);
+                _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
+                    acc[h][j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (int64_t)h * d + i), kv, acc[h][j]);
+            }
+    else
+        _Pragma("GCC unroll 4") for (int j = 0; j < J; j++)
+            for (int i = 0; i < d; i += 16) {
+                __m512 kv = _mm512_loadu_ps(k[j] + i);
+                _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
+                    acc[h][j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (int64_t)h * d + i), kv, acc[h][j]);
+            }
     _Pragma("GCC unroll 4") for (int h = 0; h < H; h++) {
         if (J == 4) {
             _mm_storeu_ps(s + h * ss, _mm_mul_ps(reduce4(acc[h]), _mm_set1_ps(scale)));
@@ -172,6 +183,7 @@ TARGET void ek_attn_scores_avx512(float *s, int64_t s_stride, const float *q, in
         ek_attn_scores_scalar(s, s_stride, q, nh, k, nk, d, scale);
         return;
     }
+    const int hot = nk <= EK_ATTN_HOT_KEYS; /* matmul.h */
     for (int h = 0; h < nh;) {
         int H = nh - h >= 4 ? 4 : nh - h >= 2 ? 2 : 1;
         const float *qh = q + (int64_t)h * d;
@@ -180,14 +192,20 @@ TARGET void ek_attn_scores_avx512(float *s, int64_t s_stride, const float *q, in
         for (; j + 4 <= nk; j += 4) {
             /* the first heads' pass reads the rows from memory */
             if (h == 0 && j + ATTN_PREFETCH_KEYS + 4 <= nk) prefetch_rows(k + j + ATTN_PREFETCH_KEYS, 4, d);
-            if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 4);
-            else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 4);
-            else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 4);
+            if (hot) {
+                if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 4, 1);
+                else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 4, 1);
+                else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 4, 1);
+            } else {
+                if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 4, 0);
+                else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 4, 0);
+                else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 4, 0);
+            }
         }
         for (; j < nk; j++) {
-            if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 1);
-            else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 1);
-            else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 1);
+            if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 1, 0);
+            else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 1, 0);
+            else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 1, 0);
         }
         h += H;
     }

@@ -6,18 +6,44 @@
 #include "base/pool.h"
 
 
+/* Queries whose scores of a key tile are computed before any of them is
+ * softmaxed and summed: a block of them walks the tile's K (and V) rows in
+ * runs of ATTN_RUN keys, each run read once from L2 into L1 for the whole
+ * block, and the kernels take so short a run as hot (matmul.h). One query at
+ * a time read the whole tile from L2 per query (256 keys of 256 floats, 256
+ * KiB, more than L1 holds). */
+enum { ATTN_QUERY_BLOCK = 8, ATTN_RUN = EK_ATTN_HOT_KEYS };
+
 size_t attn_scratch_floats(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t n)
 {
     const size_t group = (size_t)(n_heads / n_kv_heads), d = (size_t)head_dim;
-    /* acc + running max + running sum per (token, head); one tile of scores;
-     * one tile of converted K and V rows */
-    return (size_t)n * group * (d + 2) + group * ATTN_TILE + 2 * ATTN_TILE * d;
+    /* acc + running max + running sum per (token, head); a query block's
+     * tile of scores; one tile of converted K and V rows */
+    return (size_t)n * group * (d + 2) + ATTN_QUERY_BLOCK * group * ATTN_TILE + 2 * ATTN_TILE * d;
 }
 
 /* The first position a query at `pos` sees. */
 static int64_t first_visible(const kv_layer *L, int64_t pos)
 {
     return L->window && pos - L->window + 1 > 0 ? pos - L->window + 1 : 0;
+}
+
+/* Softmax bookkeeping of one query head over its scores of a tile, sc[0..nk):
+ * sc becomes exp(score - running maximum) and joins the running sum; what
+ * was summed under an older, smaller maximum (the head's d outputs `oh`
+ * and its sum) is rescaled first. */
+static void online_softmax(const attn_shape *s, float *sc, int nk, float *run_max, float *run_sum,
+                           float *oh)
+{
+    float tile_max = -INFINITY;
+    for (int j = 0; j < nk; j++) tile_max = sc[j] > tile_max ? sc[j] : tile_max;
+    if (tile_max > *run_max) {
+        float corr = expf(*run_max - tile_max); /* 0 on the first tile */
+        *run_sum *= corr;
+        for (int32_t i = 0; i < s->head_dim; i++) oh[i] *= corr;
+        *run_max = tile_max;
+    }
+    *run_sum += s->k->exp_sum(sc, nk, *run_max);
 }
 
 void attn_chunk_rows(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t g1, int64_t p0,
@@ -30,8 +56,8 @@ void attn_chunk_rows(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t
     float *acc = scratch;                                  /* n x group x d */
     float *run_max = acc + (size_t)n * group * d;          /* n x group */
     float *run_sum = run_max + (size_t)n * group;          /* n x group */
-    float *tile_s = run_sum + (size_t)n * group;           /* group x ATTN_TILE */
-    float *k_conv = tile_s + (size_t)group * ATTN_TILE;    /* ATTN_TILE x d */
+    float *tile_s = run_sum + (size_t)n * group;           /* QB x group x ATTN_TILE */
+    float *k_conv = tile_s + (size_t)ATTN_QUERY_BLOCK * group * ATTN_TILE; /* ATTN_TILE x d */
     float *v_conv = k_conv + (size_t)ATTN_TILE * d;        /* ATTN_TILE x d */
     const float *kp[ATTN_TILE], *vp[ATTN_TILE];
     const ek_to_f32_fn to_f32 = ek_kernels_to_f32(s->k, L->type);
@@ -68,30 +94,51 @@ void attn_chunk_rows(const kv_layer *L, const attn_shape *s, int32_t g0, int32_t
                     vp[i] = v_new + (j - p0) * s->kv_stride + (int64_t)g * d;
                 }
             }
-            for (int32_t t = t0; t < t1; t++) {
-                const int64_t pos = p0 + t, lo = first_visible(L, pos);
-                const int64_t a = lo > j0 ? lo : j0, b = pos + 1 < j1 ? pos + 1 : j1;
-                if (a >= b) continue;
-                const int nk = (int)(b - a);
-                const float *qg = q + t * s->q_stride + (int64_t)g * group * d;
-                float *o = acc + (size_t)(t - t0) * group * d; /* the group's heads, d apart */
-                s->k->attn_scores(tile_s, ATTN_TILE, qg, group, kp + (a - j0), nk, d, scale);
-                for (int32_t h = 0; h < group; h++) {
-                    const size_t th = (size_t)(t - t0) * group + (size_t)h;
-                    float *sc = tile_s + (size_t)h * ATTN_TILE, tile_max = -INFINITY;
-                    for (int j = 0; j < nk; j++) tile_max = sc[j] > tile_max ? sc[j] : tile_max;
-                    /* Online softmax: rescale what was summed under the old
-                     * maximum when a larger score arrives. */
-                    if (tile_max > run_max[th]) {
-                        float corr = expf(run_max[th] - tile_max); /* 0 on the first tile */
-                        float *oh = o + (size_t)h * d;
-                        run_sum[th] *= corr;
-                        for (int32_t i = 0; i < d; i++) oh[i] *= corr;
-                        run_max[th] = tile_max;
-                    }
-                    run_sum[th] += s->k->exp_sum(sc, nk, run_max[th]);
+            for (int32_t tb = t0; tb < t1; tb += ATTN_QUERY_BLOCK) {
+                const int32_t te = tb + ATTN_QUERY_BLOCK < t1 ? tb + ATTN_QUERY_BLOCK : t1;
+                /* Query t sees keys [a[t], a[t] + nk[t]) of the tile; its
+                 * scores sit at sc(t)[h * ATTN_TILE + j - a[t]]. Each call
+                 * below takes one run of a query's keys, runs counted from
+                 * a[t]: the kernels see the keys grouped as one call over
+                 * all of them would (ATTN_RUN is a multiple of their
+                 * groups), so the sums do not depend on the runs. */
+                int64_t a[ATTN_QUERY_BLOCK];
+                int nk[ATTN_QUERY_BLOCK], most = 0;
+                /* A lone query (decode) reads its rows once anyway: one call,
+                 * in which the kernels prefetch the rows ahead from DRAM. */
+                const int run = te - tb > 1 ? ATTN_RUN : ATTN_TILE;
+                for (int32_t t = tb; t < te; t++) {
+                    const int64_t pos = p0 + t, lo = first_visible(L, pos);
+                    const int64_t from = lo > j0 ? lo : j0, to = pos + 1 < j1 ? pos + 1 : j1;
+                    a[t - tb] = from;
+                    nk[t - tb] = from < to ? (int)(to - from) : 0;
+                    most = nk[t - tb] > most ? nk[t - tb] : most;
                 }
-                s->k->attn_accum(o, tile_s, ATTN_TILE, group, vp + (a - j0), nk, d);
+#define ATTN_SC(t) (tile_s + (size_t)((t) - tb) * group * ATTN_TILE)
+#define ATTN_ACC(t) (acc + (size_t)((t) - t0) * group * d) /* the group's heads, d apart */
+                for (int r = 0; r < most; r += run)
+                    for (int32_t t = tb; t < te; t++) {
+                        const int m = nk[t - tb] - r < run ? nk[t - tb] - r : run;
+                        if (m <= 0) continue;
+                        const float *qg = q + t * s->q_stride + (int64_t)g * group * d;
+                        s->k->attn_scores(ATTN_SC(t) + r, ATTN_TILE, qg, group, kp + (a[t - tb] + r - j0), m,
+                                          d, scale);
+                    }
+                for (int32_t t = tb; t < te; t++)
+                    for (int32_t h = 0; h < group && nk[t - tb]; h++) {
+                        const size_t th = (size_t)(t - t0) * group + (size_t)h;
+                        online_softmax(s, ATTN_SC(t) + (size_t)h * ATTN_TILE, nk[t - tb], run_max + th,
+                                       run_sum + th, ATTN_ACC(t) + (size_t)h * d);
+                    }
+                for (int r = 0; r < most; r += run)
+                    for (int32_t t = tb; t < te; t++) {
+                        const int m = nk[t - tb] - r < run ? nk[t - tb] - r : run;
+                        if (m > 0)
+                            s->k->attn_accum(ATTN_ACC(t), ATTN_SC(t) + r, ATTN_TILE, group,
+                                             vp + (a[t - tb] + r - j0), m, d);
+                    }
+#undef ATTN_SC
+#undef ATTN_ACC
             }
         }
         for (int32_t t = t0; t < t1; t++)
