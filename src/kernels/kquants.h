@@ -142,6 +142,13 @@ int ek_kquant_sb32_avx512_covers(et_dtype dtype);
 void ek_gemm_kquant_sb32_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                                 const void *x, size_t x_stride, int n_tokens);
 
+/* The AVX-512 decode engine for Q2_K and Q3_K (kquants_lowbit_avx512.c:
+ * one lane per group of 16; any other type takes the scalar kernel): one to
+ * a few tokens, only for CPUs the avx512 set runs on. */
+int ek_kquant_lowbit_avx512_covers(et_dtype dtype);
+void ek_gemm_kquant_lowbit_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
+                                  const void *x, size_t x_stride, int n_tokens);
+
 /* The AVX-512 prefill engine (kquants_prefill_avx512.c): token-major tiles
  * for many tokens; it covers the 256-value types (not IQ4_NL). */
 int ek_kquant_prefill_avx512_covers(et_dtype dtype);

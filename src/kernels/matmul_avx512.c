@@ -790,6 +790,8 @@ static TARGET void gemm_kq(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
         ek_gemm_kquant_prefill_avx512(y, ys, w, r0, r1, x, xs, nt);
     else if (ek_kquant_sb32_avx512_covers(w->dtype))
         ek_gemm_kquant_sb32_avx512(y, ys, w, r0, r1, x, xs, nt);
+    else if (nt <= PAIR_MAX_TOKENS && ek_kquant_lowbit_avx512_covers(w->dtype))
+        ek_gemm_kquant_lowbit_avx512(y, ys, w, r0, r1, x, xs, nt);
     else
         ek_gemm_kquant_avx512(y, ys, w, r0, r1, x, xs, nt);
 }

@@ -1,0 +1,253 @@
+/* The AVX-512 (VNNI) decode engine for the low-bit K-quants Q2_K and Q3_K
+ * against Q8_0 activations: the semantics of ek_gemm_kquant_scalar
+ * (kquants.c), with the fp32 additions in another order (the integer dots
+ * are exact).
+ *
+ * Why an engine of their own: these types are so small (84 and 110 bytes
+ * per 256 weights) that on the general engine (kquants_avx512.c) decode was
+ * bound by its instructions, not by memory: about 0.5 of the read bandwidth
+ * at one token. Most of them went to unpacking the 2-bit fields (a shift
+ * and a mask per 32 weights, then joins and interleaves) and, per token,
+ * to a conversion, a permute and an fma per 128 weights.
+ *
+ * The layout that makes both cheap: one 32-bit lane per group of 16
+ * weights, so that the four vpdpbusd of a super-block chain into one
+ * accumulator whose lanes each hold one group's exact integer dot, and a
+ * token costs one conversion and one fma (times the group's d * scale and
+ * its activation block's scale) per 256 weights. Lane s (0..3) of 128-bit
+ * lane L = 2h + e holds group e of block 4h + s. qs byte 32h + l carries
+ * weight l of the blocks 4h + 0..3 (bits 2s), so 128-bit lane L of the
+ * 64 qs bytes is exactly the 16 bytes l = 16e..16e+15 that its four groups
+ * need: vector c (0..3) takes their dword c into every lane by a vpshufd
+ * and keeps, in lane s, block s's bits by a mask. A weight is then left
+ * where it sits, times 4^s; that power of two is exact and goes into the
+ * activations' per-lane factor (dx * 4^-s), prepared once per call, like
+ * the activation bytes themselves, which are put in the same order.
+ *
+ * Q3_K's third bit: hmask byte l holds it for block 4h + s at bit 4h + s;
+ * the hmask bytes broadcast into the same lanes are rotated per 128-bit
+ * lane so that it lands at bit s + 2 and follow the same vpshufd; the low
+ * bits are shifted from 2s to s. A weight is (q + 4) * 2^s, at most 56, and
+ * the offset 4 * 2^s * (sum of the group's activations) is subtracted by
+ * starting the accumulator at it (prepared per token and lane), so no
+ * float correction is left. Q2_K's minimums stay a float correction:
+ * dmin * min against the group's activation sum times its block scale.
+ *
+ * Built with target attributes like matmul_avx512.c; the set hands it out
+ * only on CPUs with AVX-512 F/BW/VL/VNNI. */
+#include "kernels/kquants.h"
+#include "kernels/matmul.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kquants_simd.h"
+
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define INLINE static inline __attribute__((always_inline)) TARGET
+
+enum { KT = 8 }; /* tokens per pass over a row: up to PAIR_MAX_TOKENS in one */
+
+/* Lane i = 4L + s of a super-block's vectors: block 4h + s and group
+ * 2 * block + e of it, with L = 2h + e. */
+static int lane_block(int i) { return 4 * (i / 8) + i % 4; }
+static int lane_group(int i) { return 2 * lane_block(i) + i / 4 % 2; }
+
+/* The group order of the lanes, for the 16 per-group scale bytes. */
+#define LANE_GROUPS 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15
+
+/* ---- activations: bytes in the lane order, per-lane factors ------------- */
+
+typedef struct lb_acts {
+    int8_t *q;    /* [t][n]: per super-block, vector c's lane i byte m = x[32 * block + 16e + 4c + m] */
+    float *f16;   /* [t][n / 16]: the lane's block scale dx times 2^-k, the power its weights carry */
+    float *ds16;  /* Q2_K [t][n / 16]: dx times the lane's group sum */
+    int32_t *o16; /* Q3_K [t][n / 16]: minus 4 * 2^s times the group sum (the offset of q + 4) */
+    int64_t n;
+} lb_acts;
+
+static TARGET int lb_acts_make(lb_acts *a, et_dtype dt, const char *x, size_t xs, int nt, int64_t n)
+{
+    const size_t lanes = (size_t)nt * (size_t)(n / 16);
+    a->n = n;
+    a->q = aligned_alloc(64, ((size_t)nt * (size_t)n + 63) / 64 * 64);
+    a->f16 = aligned_alloc(64, (lanes * sizeof(float) + 63) / 64 * 64);
+    a->ds16 = dt == ET_Q2_K ? aligned_alloc(64, (lanes * sizeof(float) + 63) / 64 * 64) : NULL;
+    a->o16 = dt == ET_Q3_K ? aligned_alloc(64, (lanes * sizeof(int32_t) + 63) / 64 * 64) : NULL;
+    if (!a->q || !a->f16 || (dt == ET_Q2_K ? !a->ds16 : !a->o16)) return -1;
+    const int q3 = dt == ET_Q3_K;
+    for (int t = 0; t < nt; t++) {
+        const ek_block_q8_0 *xb = (const ek_block_q8_0 *)(x + (size_t)t * xs);
+        for (int64_t sb = 0; sb < n / EK_QK_K; sb++, xb += EK_QK_K / EK_QBLOCK) {
+            const size_t at = (size_t)t * (size_t)n + (size_t)sb * EK_QK_K;
+            int8_t *q = a->q + at;
+            for (int i = 0; i < 16; i++) {
+                const int b = lane_block(i), g = lane_group(i), s = i % 4;
+                const int8_t *src = xb[b].q + 16 * (g % 2);
+                int32_t sum = 0;
+                for (int j = 0; j < 16; j++) sum += src[j];
+                for (int c = 0; c < 4; c++) memcpy(q + 64 * c + 4 * i, src + 4 * c, 4);
+                const float dx = _cvtsh_ss(xb[b].d);
+                a->f16[at / 16 + (size_t)i] = dx * (q3 ? 1.0f / (float)(1 << s) : 1.0f / (float)(1 << 2 * s));
+                if (q3)
+                    a->o16[at / 16 + (size_t)i] = -(4 << s) * sum;
+                else
+                    a->ds16[at / 16 + (size_t)i] = dx * (float)sum;
+            }
+        }
+    }
+    return 0;
+}
+
+static void lb_acts_free(lb_acts *a)
+{
+    free(a->q);
+    free(a->f16);
+    free(a->ds16);
+    free(a->o16);
+}
+
+/* ---- the unpackers ------------------------------------------------------------
+ * w[4] as above; scale = d * scale of each lane's group; Q2_K's minv = dmin
+ * * min of each lane's group. */
+
+typedef struct lb_unpacked {
+    __m512i w[4];
+    __m512 scale, minv;
+} lb_unpacked;
+
+/* Dword s of every 128-bit lane: four bytes of v. */
+#define PER_S(v0, v1, v2, v3) _mm512_setr_epi32(v0, v1, v2, v3, v0, v1, v2, v3, v0, v1, v2, v3, v0, v1, v2, v3)
+
+INLINE __m512 half_to_ps(uint16_t h) { return _mm512_set1_ps(_cvtsh_ss(h)); }
+
+INLINE void unpack_q2(const ek_block_q2_k *b, lb_unpacked *u)
+{
+    const __m512i q = _mm512_loadu_si512((const void *)b->qs);
+    const __m512i keep = PER_S(0x03030303, 0x0c0c0c0c, 0x30303030, (int)0xc0c0c0c0u);
+    u->w[0] = _mm512_and_si512(_mm512_shuffle_epi32(q, 0x00), keep);
+    u->w[1] = _mm512_and_si512(_mm512_shuffle_epi32(q, 0x55), keep);
+    u->w[2] = _mm512_and_si512(_mm512_shuffle_epi32(q, 0xaa), keep);
+    u->w[3] = _mm512_and_si512(_mm512_shuffle_epi32(q, 0xff), keep);
+    const __m512i s = _mm512_cvtepu8_epi32(
+        _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)b->scales), _mm_setr_epi8(LANE_GROUPS)));
+    u->scale = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(s, _mm512_set1_epi32(15))), half_to_ps(b->d));
+    u->minv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(s, 4)), half_to_ps(b->dmin));
+}
+
+INLINE void unpack_q3(const ek_block_q3_k *b, lb_unpacked *u)
+{
+    uint32_t k[4];
+    ek_kq_scales_k3(b->scales, k);
+    const __m128i sc = _mm_sub_epi8(_mm_shuffle_epi8(_mm_setr_epi32((int)k[0], (int)k[1], (int)k[2], (int)k[3]),
+                                                     _mm_setr_epi8(LANE_GROUPS)),
+                                    _mm_set1_epi8(32));
+    u->scale = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)), half_to_ps(b->d));
+    const __m512i q = _mm512_loadu_si512((const void *)b->qs);
+    /* the third bit of block 4h + s, bit 4h + s of an hmask byte, to bit
+     * s + 2: left by 2 in the lanes of h = 0, right by 2 in those of h = 1 */
+    const __m512i hm = _mm512_rolv_epi32(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b->hmask)),
+                                         _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 30, 30, 30, 30, 30, 30, 30, 30));
+    const __m512i shift = PER_S(0, 1, 2, 3), lo = PER_S(0x03030303, 0x06060606, 0x0c0c0c0c, 0x18181818),
+                  hi = PER_S(0x04040404, 0x08080808, 0x10101010, 0x20202020);
+#define Q3_VECTOR(c, imm)                                                                                   \
+    u->w[c] = _mm512_ternarylogic_epi32(                                                                    \
+        _mm512_and_si512(_mm512_srlv_epi32(_mm512_shuffle_epi32(q, imm), shift), lo),                       \
+        _mm512_shuffle_epi32(hm, imm), hi, 0xf8) /* a | (b & c) */
+    Q3_VECTOR(0, 0x00);
+    Q3_VECTOR(1, 0x55);
+    Q3_VECTOR(2, 0xaa);
+    Q3_VECTOR(3, 0xff);
+#undef Q3_VECTOR
+    u->minv = _mm512_setzero_ps();
+}
+
+/* ---- the engine -------------------------------------------------------------- */
+
+/* Tokens t0..t0+T-1 of row r: per token one float accumulator (and Q2_K's
+ * correction), the integer dot of a super-block started at Q3_K's offset. */
+INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row, int64_t r, const lb_acts *a,
+                       int t0, const int T)
+{
+    __m512 acc[KT], cor[KT];
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[t] = cor[t] = _mm512_setzero_ps();
+    const int64_t nb = a->n / EK_QK_K;
+    for (int64_t b = 0; b < nb; b++) {
+        lb_unpacked u;
+        if (dt == ET_Q2_K)
+            unpack_q2((const ek_block_q2_k *)row + b, &u);
+        else
+            unpack_q3((const ek_block_q3_k *)row + b, &u);
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+            const size_t at = (size_t)(t0 + t) * (size_t)a->n + (size_t)b * EK_QK_K;
+            const int8_t *xq = a->q + at;
+            __m512i d = dt == ET_Q3_K ? _mm512_load_si512((const void *)(a->o16 + at / 16)) : _mm512_setzero_si512();
+            d = _mm512_dpbusd_epi32(d, u.w[0], _mm512_load_si512((const void *)xq));
+            d = _mm512_dpbusd_epi32(d, u.w[1], _mm512_load_si512((const void *)(xq + 64)));
+            d = _mm512_dpbusd_epi32(d, u.w[2], _mm512_load_si512((const void *)(xq + 128)));
+            d = _mm512_dpbusd_epi32(d, u.w[3], _mm512_load_si512((const void *)(xq + 192)));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(u.scale, _mm512_load_ps(a->f16 + at / 16)),
+                                     acc[t]);
+            if (dt == ET_Q2_K) cor[t] = _mm512_fmadd_ps(u.minv, _mm512_load_ps(a->ds16 + at / 16), cor[t]);
+        }
+    }
+    for (int t = 0; t < T; t++) y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(_mm512_sub_ps(acc[t], cor[t]));
+}
+
+/* One function per type and token count: the unpacker inlined, the
+ * accumulators in registers. */
+typedef void (*row_fn)(float *, int64_t, const char *, int64_t, const lb_acts *, int);
+#define ROW_FN(NAME, DT, T)                                                                                \
+    static TARGET void NAME(float *y, int64_t ys, const char *row, int64_t r, const lb_acts *a, int t0)   \
+    {                                                                                                      \
+        row_tokens(y, ys, DT, row, r, a, t0, T);                                                           \
+    }
+#define ROWS_OF(P, DT)                                                                                     \
+    ROW_FN(P##_1, DT, 1)                                                                                   \
+    ROW_FN(P##_2, DT, 2)                                                                                   \
+    ROW_FN(P##_3, DT, 3)                                                                                   \
+    ROW_FN(P##_4, DT, 4)                                                                                   \
+    ROW_FN(P##_5, DT, 5)                                                                                   \
+    ROW_FN(P##_6, DT, 6)                                                                                   \
+    ROW_FN(P##_7, DT, 7)                                                                                   \
+    ROW_FN(P##_8, DT, 8)                                                                                   \
+    static const row_fn P[KT + 1] = {NULL, P##_1, P##_2, P##_3, P##_4, P##_5, P##_6, P##_7, P##_8};
+ROWS_OF(rows_q2_k, ET_Q2_K)
+ROWS_OF(rows_q3_k, ET_Q3_K)
+
+int ek_kquant_lowbit_avx512_covers(et_dtype dt) { return dt == ET_Q2_K || dt == ET_Q3_K; }
+
+TARGET void ek_gemm_kquant_lowbit_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                                         const void *x, size_t xs, int nt)
+{
+    const row_fn *rows = w->dtype == ET_Q2_K ? rows_q2_k : w->dtype == ET_Q3_K ? rows_q3_k : NULL;
+    lb_acts a;
+    if (!rows || lb_acts_make(&a, w->dtype, x, xs, nt, w->cols)) { /* out of memory: the scalar path needs none */
+        if (rows) lb_acts_free(&a);
+        ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+        return;
+    }
+    const size_t rb = ek_row_bytes(w->dtype, w->cols);
+    const char *row = (const char *)w->data + (size_t)r0 * rb;
+    for (int64_t r = r0; r < r1; r++, row += rb) {
+        if (nt >= EK_KQ_PREFETCH_MIN_TOKENS && r + 1 < r1)
+            for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + rb + o, _MM_HINT_T0);
+        for (int t0 = 0; t0 < nt; t0 += KT) rows[nt - t0 < KT ? nt - t0 : KT](y, ys, row, r, &a, t0);
+    }
+    lb_acts_free(&a);
+}
+
+#else
+int ek_kquant_lowbit_avx512_covers(et_dtype dt)
+{
+    (void)dt;
+    return 0;
+}
+void ek_gemm_kquant_lowbit_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                                  const void *x, size_t xs, int nt)
+{
+    ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+}
+#endif
