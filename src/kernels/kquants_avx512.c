@@ -15,8 +15,9 @@
  * the token-major tiles of kquants_prefill_avx512.c.
  *
  * The avx512 set decodes Q4_K, Q5_K and IQ4_XS on kquants_sb32_avx512.c
- * instead (one fp32 scale per sub-block of 32); this engine still computes
- * them when called directly.
+ * instead (one fp32 scale per sub-block of 32), and Q2_K and Q3_K on
+ * kquants_lowbit_avx512.c; this engine still computes them when called
+ * directly.
  *
  * Built with target attributes like matmul_avx512.c; the set hands it out
  * only on CPUs with AVX-512 F/BW/VL/VNNI. */

@@ -18,15 +18,16 @@
  * lane L = 2h + e holds group e of block 4h + s. qs byte 32h + l carries
  * weight l of the blocks 4h + 0..3 (bits 2s), so 128-bit lane L of the
  * 64 qs bytes is exactly the 16 bytes l = 16e..16e+15 that its four groups
- * need: vector c (0..3) takes their dword c into every lane by a vpshufd
- * and keeps, in lane s, block s's bits by a mask. A weight is then left
- * where it sits, times 4^s; that power of two is exact and goes into the
- * activations' per-lane factor (dx * 4^-s), prepared once per call, like
- * the activation bytes themselves, which are put in the same order.
+ * need: vector c (0..3) puts their dword (c + s) % 4 into lane s (a vpshufd
+ * rotating the dwords, none for c = 0) and keeps there block s's bits by a
+ * mask. A weight is then left where it sits, times 4^s; that power of two
+ * is exact and goes into the activations' per-lane factor (dx * 4^-s),
+ * prepared once per call, like the activation bytes themselves, which are
+ * put in the same order.
  *
  * Q3_K's third bit: hmask byte l holds it for block 4h + s at bit 4h + s;
  * the hmask bytes broadcast into the same lanes are rotated per 128-bit
- * lane so that it lands at bit s + 2 and follow the same vpshufd; the low
+ * lane so that it lands at bit s + 2 and take the same vpshufd; the low
  * bits are shifted from 2s to s. A weight is (q + 4) * 2^s, at most 56, and
  * the offset 4 * 2^s * (sum of the group's activations) is subtracted by
  * starting the accumulator at it (prepared per token and lane), so no
@@ -56,17 +57,22 @@ static int lane_block(int i) { return 4 * (i / 8) + i % 4; }
 static int lane_group(int i) { return 2 * lane_block(i) + i / 4 % 2; }
 
 /* F(g) for the group g of each lane, in lane order. */
-#define LANE_GROUPS(F) F(0), F(2), F(4), F(6), F(1), F(3), F(5), F(7), F(8), F(10), F(12), F(14), F(9), F(11), F(13), F(15)
+#define LANE_GROUPS(F)                                                                                     \
+    F(0), F(2), F(4), F(6), F(1), F(3), F(5), F(7), F(8), F(10), F(12), F(14), F(9), F(11), F(13), F(15)
 #define GROUP(g) g
 #define SETR32(...) _mm512_setr_epi32(__VA_ARGS__) /* expands the list first */
 
 /* ---- activations: bytes in the lane order, per-lane factors ------------- */
 
+/* One allocation: the bytes, then two arrays of n / 16 per token, all
+ * 64-byte aligned (n is a multiple of 256). */
 typedef struct lb_acts {
-    int8_t *q;    /* [t][n]: per super-block, vector c's lane i byte m = x[32 * block + 16e + 4c + m] */
-    float *f16;   /* [t][n / 16]: the lane's block scale dx times 2^-k, the power its weights carry */
-    float *ds16;  /* Q2_K [t][n / 16]: dx times the lane's group sum */
-    int32_t *o16; /* Q3_K [t][n / 16]: minus 4 * 2^s times the group sum (the offset of q + 4) */
+    int8_t *q;   /* [t][n]: per super-block, vector c's lane i byte m = x[32 * block + 16e + 4((c + s) % 4) + m] */
+    float *f16;  /* [t][n / 16]: the lane's block scale dx times 2^-k, the power its weights carry */
+    union {
+        float *ds16;  /* Q2_K: dx times the lane's group sum */
+        int32_t *o16; /* Q3_K: minus 4 * 2^s times the group sum (the offset of q + 4) */
+    } c16;
     int64_t n;
 } lb_acts;
 
@@ -74,11 +80,10 @@ static TARGET int lb_acts_make(lb_acts *a, et_dtype dt, const char *x, size_t xs
 {
     const size_t lanes = (size_t)nt * (size_t)(n / 16);
     a->n = n;
-    a->q = aligned_alloc(64, ((size_t)nt * (size_t)n + 63) / 64 * 64);
-    a->f16 = aligned_alloc(64, (lanes * sizeof(float) + 63) / 64 * 64);
-    a->ds16 = dt == ET_Q2_K ? aligned_alloc(64, (lanes * sizeof(float) + 63) / 64 * 64) : NULL;
-    a->o16 = dt == ET_Q3_K ? aligned_alloc(64, (lanes * sizeof(int32_t) + 63) / 64 * 64) : NULL;
-    if (!a->q || !a->f16 || (dt == ET_Q2_K ? !a->ds16 : !a->o16)) return -1;
+    a->q = aligned_alloc(64, (size_t)nt * (size_t)n + 2 * lanes * sizeof(float));
+    if (!a->q) return -1;
+    a->f16 = (float *)(void *)(a->q + (size_t)nt * (size_t)n);
+    a->c16.ds16 = a->f16 + lanes;
     const int q3 = dt == ET_Q3_K;
     for (int t = 0; t < nt; t++) {
         const ek_block_q8_0 *xb = (const ek_block_q8_0 *)(x + (size_t)t * xs);
@@ -90,25 +95,17 @@ static TARGET int lb_acts_make(lb_acts *a, et_dtype dt, const char *x, size_t xs
                 const int8_t *src = xb[b].q + 16 * (g % 2);
                 int32_t sum = 0;
                 for (int j = 0; j < 16; j++) sum += src[j];
-                for (int c = 0; c < 4; c++) memcpy(q + 64 * c + 4 * i, src + 4 * c, 4);
+                for (int c = 0; c < 4; c++) memcpy(q + 64 * c + 4 * i, src + 4 * ((c + s) % 4), 4);
                 const float dx = _cvtsh_ss(xb[b].d);
                 a->f16[at / 16 + (size_t)i] = dx * (q3 ? 1.0f / (float)(1 << s) : 1.0f / (float)(1 << 2 * s));
                 if (q3)
-                    a->o16[at / 16 + (size_t)i] = -(4 << s) * sum;
+                    a->c16.o16[at / 16 + (size_t)i] = -(4 << s) * sum;
                 else
-                    a->ds16[at / 16 + (size_t)i] = dx * (float)sum;
+                    a->c16.ds16[at / 16 + (size_t)i] = dx * (float)sum;
             }
         }
     }
     return 0;
-}
-
-static void lb_acts_free(lb_acts *a)
-{
-    free(a->q);
-    free(a->f16);
-    free(a->ds16);
-    free(a->o16);
 }
 
 /* ---- the unpackers ------------------------------------------------------------
@@ -125,18 +122,26 @@ typedef struct lb_unpacked {
 
 INLINE __m512 half_to_ps(uint16_t h) { return _mm512_set1_ps(_cvtsh_ss(h)); }
 
+/* Lane s of each 128-bit lane of vector c: dword (c + s) % 4 of v's. */
+INLINE __m512i diag(__m512i v, const int c)
+{
+    return c == 0 ? v : c == 1 ? _mm512_shuffle_epi32(v, 0x39) : c == 2 ? _mm512_shuffle_epi32(v, 0x4e)
+                                                                        : _mm512_shuffle_epi32(v, 0x93);
+}
+
 INLINE void unpack_q2(const ek_block_q2_k *b, lb_unpacked *u)
 {
     const __m512i q = _mm512_loadu_si512((const void *)b->qs);
     const __m512i keep = PER_S(0x03030303, 0x0c0c0c0c, 0x30303030, (int)0xc0c0c0c0u);
-    u->w[0] = _mm512_and_si512(_mm512_shuffle_epi32(q, 0x00), keep);
-    u->w[1] = _mm512_and_si512(_mm512_shuffle_epi32(q, 0x55), keep);
-    u->w[2] = _mm512_and_si512(_mm512_shuffle_epi32(q, 0xaa), keep);
-    u->w[3] = _mm512_and_si512(_mm512_shuffle_epi32(q, 0xff), keep);
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) u->w[c] = _mm512_and_si512(diag(q, c), keep);
     const __m512i s = _mm512_cvtepu8_epi32(
         _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)b->scales), _mm_setr_epi8(LANE_GROUPS(GROUP))));
-    u->scale = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(s, _mm512_set1_epi32(15))), half_to_ps(b->d));
-    u->minv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(s, 4)), half_to_ps(b->dmin));
+    uint32_t dd;
+    memcpy(&dd, &b->d, 4);
+    const __m512 ddv = _mm512_cvtph_ps(_mm256_set1_epi32((int)dd)); /* d, dmin, d, dmin, ...: one conversion */
+    u->scale = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(s, _mm512_set1_epi32(15))),
+                             _mm512_moveldup_ps(ddv));
+    u->minv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(s, 4)), _mm512_movehdup_ps(ddv));
 }
 
 INLINE void unpack_q3(const ek_block_q3_k *b, lb_unpacked *u)
@@ -166,15 +171,10 @@ INLINE void unpack_q3(const ek_block_q3_k *b, lb_unpacked *u)
                                          _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 30, 30, 30, 30, 30, 30, 30, 30));
     const __m512i shift = PER_S(0, 1, 2, 3), lo = PER_S(0x03030303, 0x06060606, 0x0c0c0c0c, 0x18181818),
                   hi = PER_S(0x04040404, 0x08080808, 0x10101010, 0x20202020);
-#define Q3_VECTOR(c, imm)                                                                                   \
-    u->w[c] = _mm512_ternarylogic_epi32(                                                                    \
-        _mm512_and_si512(_mm512_srlv_epi32(_mm512_shuffle_epi32(q, imm), shift), lo),                       \
-        _mm512_shuffle_epi32(hm, imm), hi, 0xf8) /* a | (b & c) */
-    Q3_VECTOR(0, 0x00);
-    Q3_VECTOR(1, 0x55);
-    Q3_VECTOR(2, 0xaa);
-    Q3_VECTOR(3, 0xff);
-#undef Q3_VECTOR
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(diag(q, c), shift), lo);
+        u->w[c] = _mm512_ternarylogic_epi32(low, diag(hm, c), hi, 0xf8); /* a | (b & c) */
+    }
     u->minv = _mm512_setzero_ps();
 }
 
@@ -197,14 +197,15 @@ INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row,
         _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
             const size_t at = (size_t)(t0 + t) * (size_t)a->n + (size_t)b * EK_QK_K;
             const int8_t *xq = a->q + at;
-            __m512i d = dt == ET_Q3_K ? _mm512_load_si512((const void *)(a->o16 + at / 16)) : _mm512_setzero_si512();
+            __m512i d = dt == ET_Q3_K ? _mm512_load_si512((const void *)(a->c16.o16 + at / 16))
+                                      : _mm512_setzero_si512();
             d = _mm512_dpbusd_epi32(d, u.w[0], _mm512_load_si512((const void *)xq));
             d = _mm512_dpbusd_epi32(d, u.w[1], _mm512_load_si512((const void *)(xq + 64)));
             d = _mm512_dpbusd_epi32(d, u.w[2], _mm512_load_si512((const void *)(xq + 128)));
             d = _mm512_dpbusd_epi32(d, u.w[3], _mm512_load_si512((const void *)(xq + 192)));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(u.scale, _mm512_load_ps(a->f16 + at / 16)),
                                      acc[t]);
-            if (dt == ET_Q2_K) cor[t] = _mm512_fmadd_ps(u.minv, _mm512_load_ps(a->ds16 + at / 16), cor[t]);
+            if (dt == ET_Q2_K) cor[t] = _mm512_fmadd_ps(u.minv, _mm512_load_ps(a->c16.ds16 + at / 16), cor[t]);
         }
     }
     for (int t = 0; t < T; t++) y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(_mm512_sub_ps(acc[t], cor[t]));
@@ -213,20 +214,14 @@ INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row,
 /* One function per type and token count: the unpacker inlined, the
  * accumulators in registers. */
 typedef void (*row_fn)(float *, int64_t, const char *, int64_t, const lb_acts *, int);
-#define ROW_FN(NAME, DT, T)                                                                                \
-    static TARGET void NAME(float *y, int64_t ys, const char *row, int64_t r, const lb_acts *a, int t0)   \
+#define ROW_FN(P, DT, T)                                                                                   \
+    static TARGET void P##_##T(float *y, int64_t ys, const char *row, int64_t r, const lb_acts *a, int t0) \
     {                                                                                                      \
         row_tokens(y, ys, DT, row, r, a, t0, T);                                                           \
     }
 #define ROWS_OF(P, DT)                                                                                     \
-    ROW_FN(P##_1, DT, 1)                                                                                   \
-    ROW_FN(P##_2, DT, 2)                                                                                   \
-    ROW_FN(P##_3, DT, 3)                                                                                   \
-    ROW_FN(P##_4, DT, 4)                                                                                   \
-    ROW_FN(P##_5, DT, 5)                                                                                   \
-    ROW_FN(P##_6, DT, 6)                                                                                   \
-    ROW_FN(P##_7, DT, 7)                                                                                   \
-    ROW_FN(P##_8, DT, 8)                                                                                   \
+    ROW_FN(P, DT, 1) ROW_FN(P, DT, 2) ROW_FN(P, DT, 3) ROW_FN(P, DT, 4)                                    \
+    ROW_FN(P, DT, 5) ROW_FN(P, DT, 6) ROW_FN(P, DT, 7) ROW_FN(P, DT, 8)                                    \
     static const row_fn P[KT + 1] = {NULL, P##_1, P##_2, P##_3, P##_4, P##_5, P##_6, P##_7, P##_8};
 ROWS_OF(rows_q2_k, ET_Q2_K)
 ROWS_OF(rows_q3_k, ET_Q3_K)
@@ -239,7 +234,6 @@ TARGET void ek_gemm_kquant_lowbit_avx512(float *y, int64_t ys, const ek_matrix *
     const row_fn *rows = w->dtype == ET_Q2_K ? rows_q2_k : w->dtype == ET_Q3_K ? rows_q3_k : NULL;
     lb_acts a;
     if (!rows || lb_acts_make(&a, w->dtype, x, xs, nt, w->cols)) { /* out of memory: the scalar path needs none */
-        if (rows) lb_acts_free(&a);
         ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
         return;
     }
@@ -250,7 +244,7 @@ TARGET void ek_gemm_kquant_lowbit_avx512(float *y, int64_t ys, const ek_matrix *
             for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + rb + o, _MM_HINT_T0);
         for (int t0 = 0; t0 < nt; t0 += KT) rows[nt - t0 < KT ? nt - t0 : KT](y, ys, row, r, &a, t0);
     }
-    lb_acts_free(&a);
+    free(a.q);
 }
 
 #else
