@@ -129,10 +129,14 @@ void ek_gemm_kquant_scalar(float *y, int64_t y_stride, const struct ek_matrix *w
 void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
 
-/* IQ4_NL on AVX-512 VNNI (kquants_iq4nl_avx512.c), any number of tokens:
- * only for CPUs the avx512 set runs on. */
+/* IQ4_NL on AVX-512 VNNI (kquants_iq4nl_avx512.c), any number of tokens
+ * (the set takes it for decode and a few): only for CPUs the avx512 set
+ * runs on. */
 void ek_gemm_iq4_nl_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
+/* n IQ4_NL blocks to Q8_0 blocks, exactly (the same d, q = the level): how
+ * the avx512 set's prefill runs IQ4_NL on its Q8_0 tiles. */
+void ek_iq4_nl_to_q8_0_avx512(void *dst, const void *src, int64_t n);
 
 /* The AVX-512 decode engine for the types scaled per sub-block of 32
  * (kquants_sb32_avx512.c: Q4_K, Q5_K, IQ4_XS; any other type takes the

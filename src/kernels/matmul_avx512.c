@@ -40,6 +40,7 @@ const ek_kernel_set *ek_kernels_avx512(void);
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <stdalign.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/pool.h"
@@ -845,6 +846,38 @@ Q_GEMM_PREPARED(gemm_prepared_q4_0, pk_sixteens, 1)
 Q_GEMM_PREPARED(gemm_prepared_r8_q8_0, pk_sixteens_r8, 0)
 Q_GEMM_PREPARED(gemm_prepared_r8_q4_0, pk_sixteens_r8, 1)
 
+/* IQ4_NL (kquants_iq4nl_avx512.c): decode and a few tokens on its own
+ * kernel; many tokens on the Q8_0 tiles above, into which an IQ4_NL block
+ * turns exactly (same d, q = level): the activations are packed once, then
+ * each span of rows is turned into Q8_0 (IQ_SPAN_BYTES, in L2) and meets
+ * all of them. Out of memory: the IQ4_NL kernel. */
+#ifndef IQ_SPAN_BYTES
+#define IQ_SPAN_BYTES (256 * 1024)
+#endif
+static TARGET void gemm_iq4_nl(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                               const void *x, size_t xs, int nt)
+{
+    const size_t q8rb = ek_row_bytes(ET_Q8_0, w->cols), rb = ek_row_bytes(ET_IQ4_NL, w->cols);
+    const size_t prep = prepared_bytes_q(nt, w->cols);
+    int64_t span = (int64_t)(IQ_SPAN_BYTES / q8rb) / 12 * 12; /* whole tiles of 4 and 6 rows */
+    if (span < 12) span = 12;
+    if (span > r1 - r0) span = r1 - r0;
+    uint8_t *buf = nt > PAIR_MAX_TOKENS && r1 > r0 ? aligned_alloc(64, (prep + (size_t)span * q8rb + 63) / 64 * 64) : NULL;
+    if (!buf) {
+        ek_gemm_iq4_nl_avx512(y, ys, w, r0, r1, x, xs, nt);
+        return;
+    }
+    prepare_q(buf, x, xs, nt, w->cols, 0, 1);
+    char *q8 = (char *)buf + prep;
+    for (int64_t r = r0; r < r1; r += span) {
+        const int64_t n = r1 - r < span ? r1 - r : span;
+        ek_iq4_nl_to_q8_0_avx512(q8, (const char *)w->data + (size_t)r * rb, n * (w->cols / EK_QBLOCK));
+        const ek_matrix q = {ET_Q8_0, q8, n, w->cols, EK_LAYOUT_ROWS};
+        gemm_q_packed(y + r, ys, &q, 0, n, NULL, 0, nt, 0, &pk_sixteens, buf);
+    }
+    free(buf);
+}
+
 /* ---- activation quantization -------------------------------------------- */
 
 /* Bit-identical to q8_0_from_f32 in formats.c: amax ignores NaN as fmaxf
@@ -924,7 +957,7 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
         {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                     \
          [ET_Q8_0] = gemm_q8_0, [ET_Q4_0] = gemm_q4_0,                                        \
          [ET_Q2_K] = gemm_kq, [ET_Q3_K] = gemm_kq, [ET_Q4_K] = gemm_kq, [ET_Q5_K] = gemm_kq,  \
-         [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = ek_gemm_iq4_nl_avx512}, \
+         [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = gemm_iq4_nl},             \
         quantize_q8_0,                                                                        \
         dot_f32_avx512,                                                                       \
         axpy_f32_avx512,                                                                      \
