@@ -172,9 +172,10 @@ void ek_gemm_kquant_neon_mull(float *y, int64_t y_stride, const struct ek_matrix
                               const void *x, size_t x_stride, int n_tokens);
 
 /* Designated initializers for a kernel set's gemm table: one kernel for
- * every K-quant and IQ4 format. */
-#define EK_GEMM_KQUANTS(fn) \
-    [ET_Q2_K] = fn, [ET_Q3_K] = fn, [ET_Q4_K] = fn, [ET_Q5_K] = fn, [ET_Q6_K] = fn, [ET_IQ4_NL] = fn, \
-    [ET_IQ4_XS] = fn
+ * every K-quant and IQ4 format, or for those of 256-value super-blocks (the
+ * sets whose IQ4_NL runs on their Q4_0 tiles). */
+#define EK_GEMM_KQUANTS_256(fn) \
+    [ET_Q2_K] = fn, [ET_Q3_K] = fn, [ET_Q4_K] = fn, [ET_Q5_K] = fn, [ET_Q6_K] = fn, [ET_IQ4_XS] = fn
+#define EK_GEMM_KQUANTS(fn) EK_GEMM_KQUANTS_256(fn), [ET_IQ4_NL] = fn
 
 #endif

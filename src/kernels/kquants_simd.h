@@ -145,8 +145,8 @@ typedef void (*ek_kq_row_fn)(float *y, int64_t ys, const char *row, int64_t r, c
 /* The gemm over a kernel's row functions for w's type (rows[T] for T in
  * 1..EK_KQ_KT): rows outer, tokens inner, so a row's super-blocks are
  * unpacked once per EK_KQ_KT tokens while the row sits in L1. rows NULL
- * (IQ4_NL's 32-value blocks), or no memory for the activations: the scalar
- * kernel. */
+ * (IQ4_NL's 32-value blocks, which the avx2 and neon sets run on their Q4_0
+ * tiles instead), or no memory for the activations: the scalar kernel. */
 void ek_kq_gemm_rows(const ek_kq_row_fn *rows, float *y, int64_t ys, const struct ek_matrix *w, int64_t r0,
                      int64_t r1, const void *x, size_t xs, int n_tokens);
 

@@ -8,12 +8,15 @@
  *    accumulators, 8 columns per step; a weight vector loaded (and widened
  *    from f16/bf16) once serves T tokens. Columns past the last multiple of
  *    8 are added in scalar code (AVX2 has no 16-bit masked loads).
- *  - Q8_0/Q4_0: one block per vector, R rows x T tokens. Without VNNI the
- *    byte dot is vpmaddubsw (unsigned x signed bytes -> int16 pairs) then
- *    vpmaddwd by ones (-> int32). vpmaddubsw saturates at int16, so Q8_0
- *    uses the sign trick: |w| (unsigned, <= 127) times x with w's sign,
- *    pairs <= 2 * 127 * 127 < 32767. Q4_0 nibbles (0..15) are unsigned as
- *    they are; the -8 offset is taken off as 8 * x in int16, exactly.
+ *  - Q8_0/Q4_0/IQ4_NL: one block per vector, R rows x T tokens. Without
+ *    VNNI the byte dot is vpmaddubsw (unsigned x signed bytes -> int16
+ *    pairs) then vpmaddwd by ones (-> int32). vpmaddubsw saturates at
+ *    int16, so Q8_0 uses the sign trick: |w| (unsigned, <= 127) times x with
+ *    w's sign, pairs <= 2 * 127 * 127 < 32767. Q4_0 nibbles (0..15) are
+ *    unsigned as they are; the -8 offset is taken off as 8 * x in int16,
+ *    exactly. IQ4_NL is Q4_0's layout whose nibbles index 16 levels
+ *    (-127..113): a vpshufb of the levels turns the nibbles into a Q8_0
+ *    block in registers, which then takes the sign trick.
  * Weights come from mmapped files: every load is unaligned. */
 #include "kernels/matmul.h"
 
@@ -147,17 +150,22 @@ INLINE __m256i nibbles(const ek_block_q4_0 *b)
     return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
 }
 
+/* The weight formats of qtile. */
+enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL };
+
 /* R rows x T tokens, one block at a time. Per block the activation side
  * (bytes, scale, and for Q4_0 the 8 * x pairs) is loaded once per token and
  * reused for the R rows. */
 INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, const char *x,
-                  size_t xs, int t0, int64_t nb, const int R, const int T, const int q4)
+                  size_t xs, int t0, int64_t nb, const int R, const int T, const int kind)
 {
+    const int q4 = kind == QK_Q4_0;
     __m256 acc[4][4];
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
         _Pragma("GCC unroll 4") for (int j = 0; j < T; j++) acc[i][j] = _mm256_setzero_ps();
     const __m256i ones16 = _mm256_set1_epi16(1), eights = _mm256_set1_epi8(8);
-    const size_t bb = q4 ? sizeof(ek_block_q4_0) : sizeof(ek_block_q8_0);
+    const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ek_iq4_levels));
+    const size_t bb = kind == QK_Q8_0 ? sizeof(ek_block_q8_0) : sizeof(ek_block_q4_0);
     const char *pf = w + (size_t)(r + R * PF_AHEAD_TILES) * rb;
     for (int64_t b = 0; b < nb; b++) {
         if (T == 1) prefetch_step(pf + (size_t)b * R * bb, (int)(R * bb));
@@ -175,6 +183,9 @@ INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, con
             __m256i wu, ws = _mm256_setzero_si256();
             if (q4) {
                 wu = nibbles((const ek_block_q4_0 *)blk);
+            } else if (kind == QK_IQ4_NL) {
+                ws = _mm256_shuffle_epi8(levels, nibbles((const ek_block_q4_0 *)blk));
+                wu = _mm256_abs_epi8(ws);
             } else {
                 ws = _mm256_loadu_si256((const __m256i *)(blk + 2));
                 wu = _mm256_abs_epi8(ws);
@@ -192,8 +203,9 @@ INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, con
             y[(t0 + j) * ys + r + i] = hsum(acc[i][j]);
 }
 
-EK_QUANT_GEMM(gemm_q8_0, TARGET, qtile, 0)
-EK_QUANT_GEMM(gemm_q4_0, TARGET, qtile, 1)
+EK_QUANT_GEMM(gemm_q8_0, TARGET, qtile, QK_Q8_0)
+EK_QUANT_GEMM(gemm_q4_0, TARGET, qtile, QK_Q4_0)
+EK_QUANT_GEMM(gemm_iq4_nl, TARGET, qtile, QK_IQ4_NL)
 
 /* ---- activation quantization -------------------------------------------- */
 
@@ -275,7 +287,7 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_avx2, attn_accum_avx2, dot_f32_avx2, axpy_f32_
 static const ek_kernel_set avx2_set = {
     "avx2",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
-     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_avx2)},
+     [ET_Q4_0] = gemm_q4_0, [ET_IQ4_NL] = gemm_iq4_nl, EK_GEMM_KQUANTS_256(ek_gemm_kquant_avx2)},
     quantize_q8_0,
     dot_f32_avx2,
     axpy_f32_avx2,

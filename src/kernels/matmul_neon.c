@@ -9,7 +9,8 @@
  * Semantics are those of matmul_generic.c; only the order of the fp32
  * additions differs (the integer block dots are exact). Unlike x86's
  * vpdpbusd, sdot is signed x signed, so no offset tricks are needed: Q4_0
- * nibbles just have 8 subtracted. Tiles: R rows x T tokens of accumulators,
+ * nibbles just have 8 subtracted, and IQ4_NL (Q4_0's layout, its nibbles
+ * indexing 16 levels) looks its nibbles up with one tbl per 16. Tiles: R rows x T tokens of accumulators,
  * so each weight vector loaded serves T tokens. Weights come from mmapped
  * files: all loads are unaligned (vld1 has no alignment requirement).
  *
@@ -103,11 +104,20 @@ EK_FLOAT_GEMM(gemm_bf16, tile_bf16, )
 
 /* ---- Q8_0 / Q4_0 ----------------------------------------------------------- */
 
+/* The weight formats of the tiles. */
+enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL };
+
 /* A weight block as two vectors of signed values in the activation block's
- * element order (Q4_0: low nibbles are elements 0..15, high 16..31). */
-INLINE void wblock(const char *blk, int q4, int8x16_t *w0, int8x16_t *w1)
+ * element order (Q4_0, IQ4_NL: low nibbles are elements 0..15, high
+ * 16..31). */
+INLINE void wblock(const char *blk, int kind, int8x16_t *w0, int8x16_t *w1)
 {
-    if (q4) {
+    if (kind == QK_IQ4_NL) {
+        const int8x16_t levels = vld1q_s8(ek_iq4_levels);
+        uint8x16_t qs = vld1q_u8((const uint8_t *)blk + 2);
+        *w0 = vqtbl1q_s8(levels, vandq_u8(qs, vdupq_n_u8(0x0f)));
+        *w1 = vqtbl1q_s8(levels, vshrq_n_u8(qs, 4));
+    } else if (kind == QK_Q4_0) {
         uint8x16_t qs = vld1q_u8((const uint8_t *)blk + 2);
         int8x16_t eight = vdupq_n_s8(8);
         *w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(qs, vdupq_n_u8(0x0f))), eight);
@@ -139,12 +149,12 @@ INLINE int32x4_t bdot_mull(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x
 #define QTILE(NAME, ATTR, BDOT)                                                              \
     ATTR INLINE void NAME(float *y, int64_t ys, const char *w, size_t rb, int64_t r,          \
                           const char *x, size_t xs, int t0, int64_t nb, const int R,         \
-                          const int T, const int q4)                                         \
+                          const int T, const int kind)                                       \
     {                                                                                        \
         float32x4_t acc[4][4];                                                               \
         for (int i = 0; i < R; i++)                                                          \
             for (int j = 0; j < T; j++) acc[i][j] = vdupq_n_f32(0.0f);                       \
-        const size_t bb = q4 ? sizeof(ek_block_q4_0) : sizeof(ek_block_q8_0);                \
+        const size_t bb = kind == QK_Q8_0 ? sizeof(ek_block_q8_0) : sizeof(ek_block_q4_0);    \
         for (int64_t b = 0; b < nb; b++) {                                                   \
             int8x16_t x0[4], x1[4];                                                          \
             float dx[4];                                                                     \
@@ -157,7 +167,7 @@ INLINE int32x4_t bdot_mull(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x
             for (int i = 0; i < R; i++) {                                                    \
                 const char *blk = w + (size_t)(r + i) * rb + (size_t)b * bb;                 \
                 int8x16_t w0, w1;                                                            \
-                wblock(blk, q4, &w0, &w1);                                                   \
+                wblock(blk, kind, &w0, &w1);                                                 \
                 float dw = half_to_f32(blk);                                                 \
                 for (int j = 0; j < T; j++)                                                  \
                     acc[i][j] = vfmaq_n_f32(acc[i][j],                                       \
@@ -172,10 +182,12 @@ INLINE int32x4_t bdot_mull(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x
 QTILE(qtile_sdot, DOTPROD, bdot_sdot)
 QTILE(qtile_mull, , bdot_mull)
 
-EK_QUANT_GEMM(gemm_q8_0_sdot, DOTPROD, qtile_sdot, 0)
-EK_QUANT_GEMM(gemm_q4_0_sdot, DOTPROD, qtile_sdot, 1)
-EK_QUANT_GEMM(gemm_q8_0_mull, , qtile_mull, 0)
-EK_QUANT_GEMM(gemm_q4_0_mull, , qtile_mull, 1)
+EK_QUANT_GEMM(gemm_q8_0_sdot, DOTPROD, qtile_sdot, QK_Q8_0)
+EK_QUANT_GEMM(gemm_q4_0_sdot, DOTPROD, qtile_sdot, QK_Q4_0)
+EK_QUANT_GEMM(gemm_iq4_nl_sdot, DOTPROD, qtile_sdot, QK_IQ4_NL)
+EK_QUANT_GEMM(gemm_q8_0_mull, , qtile_mull, QK_Q8_0)
+EK_QUANT_GEMM(gemm_q4_0_mull, , qtile_mull, QK_Q4_0)
+EK_QUANT_GEMM(gemm_iq4_nl_mull, , qtile_mull, QK_IQ4_NL)
 
 /* ---- activation quantization -------------------------------------------- */
 
@@ -231,11 +243,12 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
 
 /* The two neon sets differ only in their integer dot products: sdot where
  * the CPU has the dotprod extension, widening multiplies elsewhere. */
-#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0, GEMM_KQUANT)                                     \
+#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0, GEMM_IQ4_NL, GEMM_KQUANT)                        \
     static const ek_kernel_set NAME = {                                                        \
         "neon",                                                                                \
         {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                       \
-         [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0, EK_GEMM_KQUANTS(GEMM_KQUANT)},            \
+         [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0, [ET_IQ4_NL] = GEMM_IQ4_NL,              \
+         EK_GEMM_KQUANTS_256(GEMM_KQUANT)},                                                     \
         quantize_q8_0,                                                                         \
         dot_f32_neon,                                                                          \
         axpy_f32_neon,                                                                         \
@@ -249,8 +262,8 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
         {0}, /* no interleaved-layout gemms: weights keep the row layout */                    \
         EK_NO_PREPARED,                                                                        \
     };
-NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot, ek_gemm_kquant_neon_sdot)
-NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull, ek_gemm_kquant_neon_mull)
+NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot, gemm_iq4_nl_sdot, ek_gemm_kquant_neon_sdot)
+NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull, gemm_iq4_nl_mull, ek_gemm_kquant_neon_mull)
 
 const ek_kernel_set *ek_kernels_neon(void)
 {

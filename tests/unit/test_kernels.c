@@ -367,6 +367,22 @@ static void simd_sets_match_scalar_twin(void)
         }
 }
 
+/* IQ4_NL shapes past the sweep's: rows longer than the avx512 kernel's
+ * packed activations hold (it does them in column chunks, at one and at
+ * four tokens a pass, with blocks left over for the scalar tail), and a
+ * prefill over more rows than one span of its Q8_0 conversion. */
+static void iq4_nl_long_rows_and_row_spans(void)
+{
+    static const struct { int64_t rows, blocks; int tokens; } cases[] = {
+        {3, 1031, 1}, {5, 263, 4}, {5, 263, 5}, {150, 161, 33}, {97, 64, 9},
+    };
+    const ek_kernel_set *sets[4];
+    int n_sets = simd_sets(sets);
+    for (int si = 0; si < n_sets; si++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            if (simd_case(sets[si], ET_IQ4_NL, cases[i].rows, EK_QBLOCK * cases[i].blocks, cases[i].tokens)) return;
+}
+
 /* quantize_q8_0 of every SIMD set against the scalar one, byte for byte. */
 static int quantize_blocks_agree(const ek_kernel_set *k, const float *x, int64_t n_blocks,
                                  const char *what)
@@ -824,6 +840,7 @@ int main(void)
     RUN(best_set_is_runnable);
     RUN(simd_quantize_q8_0_is_bit_identical);
     RUN(simd_sets_match_scalar_twin);
+    RUN(iq4_nl_long_rows_and_row_spans);
     RUN(rows8_layout_matches_row_layout);
     RUN(rope_rotates_leading_dims_only);
     RUN(softmax_and_activations);
