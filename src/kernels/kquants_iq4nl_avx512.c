@@ -46,6 +46,12 @@ enum { IQ_KT = 4 };
 #ifndef IQ_ROWS_N
 #define IQ_ROWS_N 2
 #endif
+/* Tiles ahead whose rows are prefetched (0: none). A tile's R rows are R
+ * streams, which the hardware prefetcher alone leaves behind: measured
+ * below at one token. */
+#ifndef IQ_PF_TILES
+#define IQ_PF_TILES 2
+#endif
 
 /* One token's four activation blocks, packed as the weights are. */
 typedef struct iq_xgroup {
@@ -116,7 +122,13 @@ INLINE void iq_tile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, c
     __m512 acc[4][IQ_KT];
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
         _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps();
+    /* rows r.. r + R are one run of bytes: its successor two tiles on is
+     * prefetched at the same pace, R groups' bytes per group */
+    const char *pf = w + (size_t)(r + IQ_PF_TILES * R) * rb + (size_t)(4 * g0) * sizeof(ek_block_iq4_nl) * R;
     for (int64_t g = 0; g < ng; g++) {
+        if (IQ_PF_TILES)
+            _Pragma("GCC unroll 8") for (int o = 0; o < 4 * R * (int)sizeof(ek_block_iq4_nl); o += 64)
+                _mm_prefetch(pf + (size_t)g * 4 * R * sizeof(ek_block_iq4_nl) + o, _MM_HINT_T1);
         const iq_xgroup *xg = &xp[g * T];
         _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
             const ek_block_iq4_nl *b = (const ek_block_iq4_nl *)(w + (size_t)(r + i) * rb) + 4 * (g0 + g);
