@@ -147,25 +147,22 @@ INLINE void prefetch_rows(const float *const *rows, int n, int d)
  * instead of H, which left the fma pipes waiting on their latency. Each
  * score sums the same products in the same order either way. */
 INLINE void scores_block(float *s, int64_t ss, const float *q, const float *const *k, int d,
-                         float scale, const int H, const int J, const int hot)
+                         float scale, const int H, const int J, int hot)
 {
     __m512 acc[4][4];
     _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
         _Pragma("GCC unroll 4") for (int j = 0; j < J; j++) acc[h][j] = _mm512_setzero_ps();
+#define SCORES_STEP(j, i)                                                                                      \
+    do {                                                                                                       \
+        __m512 kv = _mm512_loadu_ps(k[j] + (i));                                                               \
+        _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)                                                    \
+            acc[h][j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (int64_t)h * d + (i)), kv, acc[h][j]);             \
+    } while (0)
     if (hot)
-        for (int i = 0; i < d; i += 16)
-            _Pragma("GCC unroll 4") for (int j = 0; j < J; j++) {
-                __m512 kv = _mm512_loadu_ps(k[j] + i);
-                _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
-                    acc[h][j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (int64_t)h * d + i), kv, acc[h][j]);
-            }
+        for (int i = 0; i < d; i += 16) _Pragma("GCC unroll 4") for (int j = 0; j < J; j++) SCORES_STEP(j, i);
     else
-        _Pragma("GCC unroll 4") for (int j = 0; j < J; j++)
-            for (int i = 0; i < d; i += 16) {
-                __m512 kv = _mm512_loadu_ps(k[j] + i);
-                _Pragma("GCC unroll 4") for (int h = 0; h < H; h++)
-                    acc[h][j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (int64_t)h * d + i), kv, acc[h][j]);
-            }
+        _Pragma("GCC unroll 4") for (int j = 0; j < J; j++) for (int i = 0; i < d; i += 16) SCORES_STEP(j, i);
+#undef SCORES_STEP
     _Pragma("GCC unroll 4") for (int h = 0; h < H; h++) {
         if (J == 4) {
             _mm_storeu_ps(s + h * ss, _mm_mul_ps(reduce4(acc[h]), _mm_set1_ps(scale)));
@@ -192,20 +189,14 @@ TARGET void ek_attn_scores_avx512(float *s, int64_t s_stride, const float *q, in
         for (; j + 4 <= nk; j += 4) {
             /* the first heads' pass reads the rows from memory */
             if (h == 0 && j + ATTN_PREFETCH_KEYS + 4 <= nk) prefetch_rows(k + j + ATTN_PREFETCH_KEYS, 4, d);
-            if (hot) {
-                if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 4, 1);
-                else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 4, 1);
-                else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 4, 1);
-            } else {
-                if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 4, 0);
-                else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 4, 0);
-                else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 4, 0);
-            }
+            if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 4, hot);
+            else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 4, hot);
+            else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 4, hot);
         }
         for (; j < nk; j++) {
-            if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 1, 0);
-            else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 1, 0);
-            else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 1, 0);
+            if (H == 4) scores_block(sh + j, s_stride, qh, k + j, d, scale, 4, 1, hot);
+            else if (H == 2) scores_block(sh + j, s_stride, qh, k + j, d, scale, 2, 1, hot);
+            else scores_block(sh + j, s_stride, qh, k + j, d, scale, 1, 1, hot);
         }
         h += H;
     }
