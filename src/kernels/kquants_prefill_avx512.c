@@ -128,11 +128,19 @@ INLINE __m512 kp_sx(const uint8_t *xg, const int part)
 
 /* One sub-block of block j: byte vectors k0 .. k0 + nk - 1 (weights
  * 32j + 4k0 ..), the scale and correction at index s16 of the unpacked
- * per-16 arrays, the activation sums of `part`. */
-INLINE void kp_sub(__m512 acc[KP_R][KP_G], const kp_weights *u, const uint8_t *xb, int j,
+ * per-16 arrays, the activation sums of `part`.
+ * The 16 fp32 sums live in memory (L1) between sub-blocks, loaded and
+ * stored once each in the epilogue: the empty asm says memory may have
+ * changed, so GCC cannot keep them in registers across the tile. Held there,
+ * they and the 16 int32 chains wanted 32 of the 32 registers, and GCC
+ * spilled an int32 chain, a store and a reload after each of its vpdpbusd
+ * on the critical path (kernel_ab, 6144x2048, 128 tokens, 2 threads:
+ * Q4_K 1.17x, Q5_K 1.30x, Q6_K 1.10x). */
+INLINE void kp_sub(__m512 (*restrict acc)[KP_G], const kp_weights *u, const uint8_t *xb, int j,
                    const int k0, const int nk, const int part, const int R, const int G,
                    const int SH)
 {
+    __asm__ volatile("" ::: "memory"); /* the fp32 sums in memory, above */
     const __m512i zero = _mm512_setzero_si512();
     const int s16 = 2 * j + (part == 1);
     __m512i init[KP_G];
@@ -155,17 +163,17 @@ INLINE void kp_sub(__m512 acc[KP_R][KP_G], const kp_weights *u, const uint8_t *x
                 ia[i][g] = _mm512_dpbusd_epi32(ia[i][g], wv, xv[g]);
         }
     }
-    __m512 dx[KP_G];
-    _Pragma("GCC unroll 2") for (int g = 0; g < G; g++)
+    __m512 dx[KP_G], sx[KP_G];
+    _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
         dx[g] = _mm512_load_ps(xb + g * KP_BYTES + KP_DX * KP_VEC);
+        sx[g] = SH < 0 ? kp_sx(xb + g * KP_BYTES, part) : _mm512_setzero_ps();
+    }
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
         const __m512 sc = _mm512_set1_ps(u->s[i][s16]);
         _Pragma("GCC unroll 2") for (int g = 0; g < G; g++) {
-            acc[i][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i][g]), _mm512_mul_ps(sc, dx[g]),
-                                        acc[i][g]);
-            if (SH < 0)
-                acc[i][g] = _mm512_fnmadd_ps(_mm512_set1_ps(u->c[i][s16]),
-                                             kp_sx(xb + g * KP_BYTES, part), acc[i][g]);
+            __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i][g]), _mm512_mul_ps(sc, dx[g]), acc[i][g]);
+            if (SH < 0) a = _mm512_fnmadd_ps(_mm512_set1_ps(u->c[i][s16]), sx[g], a);
+            acc[i][g] = a;
         }
     }
 }
@@ -173,7 +181,7 @@ INLINE void kp_sub(__m512 acc[KP_R][KP_G], const kp_weights *u, const uint8_t *x
 /* acc[i][g] += R rows x 16G tokens over the unpacked super-blocks; xp at
  * the pass's first group, a block's groups KP_SPAN_G apart. SUB: 32 or 16
  * weights per scale; SH: the int32 correction's shift, or -1. */
-INLINE void kp_tile(__m512 acc[KP_R][KP_G], const kp_weights *u, int nsb, const uint8_t *xp,
+INLINE void kp_tile(__m512 (*restrict acc)[KP_G], const kp_weights *u, int nsb, const uint8_t *xp,
                     const int R, const int G, const int SUB, const int SH)
 {
     for (int j = 0; j < nsb * 8; j++) {
