@@ -98,9 +98,7 @@ INLINE __m256i bit_to(__m256i v, const int j, const int to)
 INLINE void unpack_q45(const uint8_t *scales, uint16_t d, uint16_t dmin, const uint8_t *qs, const uint8_t *qh,
                        kq_unpacked *u)
 {
-    uint32_t k[4];
-    ek_kq_scales_k4(scales, k);
-    __m128i sm = _mm_setr_epi32((int)k[0], (int)k[1], (int)k[2], (int)k[3]); /* scales 0-7, mins 0-7 */
+    __m128i sm = ek_kq_scales_k4_v(scales); /* scales 0-7, mins 0-7 */
     u->scd = _mm256_mul_ps(_mm256_set1_ps(half(d)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
     group_corr(dup_bytes(_mm_srli_si128(sm, 8)), half(dmin), u->corr);
     const __m256i m4 = _mm256_set1_epi8(15);

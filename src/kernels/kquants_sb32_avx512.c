@@ -150,9 +150,7 @@ typedef struct kq32_unpacked {
 INLINE void unpack_q45(const uint8_t *blk, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
                        kq32_unpacked *u)
 {
-    uint32_t k[4];
-    ek_kq_scales_k4(scales, k); /* sc0..7 in k[0..1], m0..7 in k[2..3] */
-    __m512 sm = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_setr_epi32((int)k[0], (int)k[1], (int)k[2], (int)k[3])));
+    __m512 sm = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ek_kq_scales_k4_v(scales))); /* sc0..7, m0..7 */
     uint32_t dd;
     memcpy(&dd, blk, 4); /* d, dmin */
     __m512 mult = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),

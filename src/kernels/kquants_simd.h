@@ -39,6 +39,29 @@ static inline void ek_kq_scales_k4(const uint8_t *s, uint32_t out[4])
     out[3] = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* The same 16 bytes (scales 0-7, offsets 0-7) made in a vector register:
+ * two byte shuffles put each output's source bytes in its lane (the low
+ * bits' byte in a, the top two bits' byte in b), then masks and shifts
+ * (16-bit shifts: the bits they pull in from the next byte are masked).
+ * Measured on the decode engine (Zen 5, one row in L1): 4.0 -> 3.3 ns a
+ * Q4_K super-block, the word arithmetic and moving four words into a
+ * vector having been a fifth of it. Reads 16 bytes from s: a Q4_K/Q5_K
+ * block goes on past its 12 scale bytes. */
+__attribute__((target("ssse3"), always_inline)) static inline __m128i ek_kq_scales_k4_v(const uint8_t *s)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)s);
+    const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i b = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i low = _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+    const __m128i nib = _mm_and_si128(_mm_srli_epi16(a, 4),
+                                      _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+    const __m128i top = _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30));
+    return _mm_or_si128(_mm_or_si128(low, nib), top);
+}
+#endif
+
 /* Q3_K: the sixteen 6-bit scales, still biased by 32 (0..63), as four words
  * of four bytes in sub-block order. */
 static inline void ek_kq_scales_k3(const uint8_t *s, uint32_t out[4])
