@@ -1,6 +1,7 @@
 /* A persistent thread pool. The calling thread is worker 0. pool_run splits
  * a task into parts that whoever is running claims one at a time (so a
- * worker the OS has not scheduled delays nobody) and returns when all parts
+ * worker the OS has not scheduled delays nobody; each worker first takes
+ * its own block of consecutive parts, in order) and returns when all parts
  * are done: the barrier between ops. Waiting threads spin briefly, then
  * sleep, so back-to-back ops do not pay a wake-up each. */
 #ifndef EMBER_BASE_POOL_H

@@ -145,6 +145,91 @@ static void pinned_workers_stay_on_their_cpus(void)
     pool_free(pool);
 }
 
+/* Each worker takes the parts of its own block (a run's parts cut into one
+ * consecutive block per active worker) in increasing order, then those left
+ * of the others' blocks, also in increasing order per block: the parts a
+ * worker runs, taken block by block, only ever go up. And every part runs
+ * once while another thread changes the number of active workers. */
+typedef struct order_log {
+    atomic_int hits[MAX_TEST_PARTS];
+    int seq[4][MAX_TEST_PARTS]; /* per worker, the parts it ran in order */
+    int len[4];
+} order_log;
+
+static void log_order(void *p, int part, int n_parts, int worker)
+{
+    order_log *o = p;
+    (void)n_parts;
+    for (volatile int i = 0; i < 2000; i++) {
+    }
+    atomic_fetch_add(&o->hits[part], 1);
+    o->seq[worker][o->len[worker]++] = part;
+}
+
+/* The block of part p: block w holds parts [w n / A, (w + 1) n / A). */
+static int block_of(int p, int n, int active)
+{
+    int w = 0;
+    while ((int64_t)n * (w + 1) / active <= p) w++;
+    return w;
+}
+
+static void *flip_active(void *arg)
+{
+    ember_pool *pool = arg;
+    for (unsigned i = 0; !atomic_load(&stop_hogs); i++) pool_set_active(pool, 1 + (int)(i % 4));
+    return NULL;
+}
+
+static void workers_take_blocks_in_order(void)
+{
+    ember_pool *pool = NULL;
+    REQUIRE(pool_create(4, &pool) == EMBER_OK);
+    atomic_store(&stop_hogs, 0);
+    pthread_t flipper;
+    int flipping = 0;
+    for (int run = 0; run < 4000 && check_failures_in_case == 0; run++) {
+        if (run == 2000) flipping = pthread_create(&flipper, NULL, flip_active, pool) == 0;
+        static order_log o;
+        memset(&o, 0, sizeof o);
+        const int n = 5 + run % (MAX_TEST_PARTS - 5), active = flipping ? 0 : pool_active(pool);
+        pool_run(pool, log_order, &o, n);
+        for (int i = 0; i < n; i++) CHECK_MSG(atomic_load(&o.hits[i]) == 1, "run %d part %d ran %d times", run, i, atomic_load(&o.hits[i]));
+        if (flipping) continue; /* the blocks follow the active count of the run's start */
+        for (int w = 0; w < 4; w++)
+            for (int k = 1; k < o.len[w]; k++) {
+                const int a = o.seq[w][k - 1], b = o.seq[w][k];
+                CHECK_MSG(block_of(a, n, active) != block_of(b, n, active) || b > a,
+                          "run %d worker %d ran part %d after %d", run, w, b, a);
+            }
+    }
+    atomic_store(&stop_hogs, 1);
+    if (flipping) pthread_join(flipper, NULL);
+    pool_set_active(pool, 4);
+    pool_free(pool);
+}
+
+/* With two workers the second starts on its own block, the upper half of
+ * the parts, whenever it is awake when a run begins (most runs: it spins
+ * between them), where handing every part out in one order would give it
+ * part 1 (0 of 2000 runs did). A count, not a rule: the OS may keep it off
+ * a run entirely (two busy threads beside it: 325 of 2000; idle: 1995). */
+static void second_worker_starts_at_its_block(void)
+{
+    ember_pool *pool = NULL;
+    REQUIRE(pool_create(2, &pool) == EMBER_OK);
+    int at_block = 0;
+    const int runs = 2000, n = 40;
+    for (int run = 0; run < runs; run++) {
+        static order_log o;
+        memset(&o, 0, sizeof o);
+        pool_run(pool, log_order, &o, n);
+        at_block += o.len[1] > 0 && o.seq[1][0] == n / 2;
+    }
+    CHECK_MSG(at_block >= runs / 100, "worker 1 began at part %d in only %d of %d runs", n / 2, at_block, runs);
+    pool_free(pool);
+}
+
 int main(void)
 {
     RUN(parts_run_once_two_threads);
@@ -153,5 +238,7 @@ int main(void)
     RUN(split_covers_the_range);
     RUN(null_pool_runs_on_the_caller);
     RUN(pinned_workers_stay_on_their_cpus);
+    RUN(workers_take_blocks_in_order);
+    RUN(second_worker_starts_at_its_block);
     return check_summary();
 }
