@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/formats.h"
+#include "kernels/reduce_avx512.h"
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) TARGET
@@ -106,22 +107,6 @@ TARGET float ek_exp_sum_avx512(float *x, int64_t n, float shift)
     return _mm512_reduce_add_ps(sum);
 }
 
-/* The sums of four vectors' lanes, {sum a[0], .., sum a[3]}: interleaving
- * pairs halves the vectors at every step, where four separate reductions
- * would each shuffle a whole vector down to one lane. */
-INLINE __m128 reduce4(const __m512 *a)
-{
-    /* per 128-bit lane: {a0 0+2, a1 0+2, a0 1+3, a1 1+3} and the same for a2, a3 */
-    __m512 b0 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]), _mm512_unpackhi_ps(a[0], a[1]));
-    __m512 b1 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]), _mm512_unpackhi_ps(a[2], a[3]));
-    /* per 128-bit lane: {a0, a1, a2, a3}, each a quarter of the lane's sum */
-    __m512 c = _mm512_add_ps(_mm512_shuffle_ps(b0, b1, 0x44), _mm512_shuffle_ps(b0, b1, 0xee));
-    /* the four 128-bit lanes added */
-    __m256 d = _mm256_add_ps(_mm512_castps512_ps256(c),
-                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1)));
-    return _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
-}
-
 /* The cache rows a decode step reads come from DRAM once, in runs the
  * hardware prefetcher does not run far enough ahead of: the kernels spend
  * their arithmetic, then wait for the rows (measured at 32k keys, 2 KV heads
@@ -165,7 +150,7 @@ INLINE void scores_block(float *s, int64_t ss, const float *q, const float *cons
 #undef SCORES_STEP
     _Pragma("GCC unroll 4") for (int h = 0; h < H; h++) {
         if (J == 4) {
-            _mm_storeu_ps(s + h * ss, _mm_mul_ps(reduce4(acc[h]), _mm_set1_ps(scale)));
+            _mm_storeu_ps(s + h * ss, _mm_mul_ps(ek_reduce4_ps(acc[h]), _mm_set1_ps(scale)));
             continue;
         }
         _Pragma("GCC unroll 4") for (int j = 0; j < J; j++)
