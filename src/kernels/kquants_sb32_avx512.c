@@ -176,8 +176,8 @@ INLINE void unpack_q45(const uint8_t *blk, const uint8_t *scales, const uint8_t 
 
 INLINE void unpack_iq4_xs(const ek_block_iq4_xs *b, kq32_unpacked *u)
 {
-    __m128i sc = _mm_sub_epi8(_mm_cvtsi64_si128((long long)ek_kq_scales_iq4_xs(b)), _mm_set1_epi8(32));
-    u->dsc8 = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+    __m128i sc = _mm_sub_epi16(ek_kq_scales_iq4_xs16(b), _mm_set1_epi16(32));
+    u->dsc8 = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(sc)));
     u->corr8 = _mm256_mul_ps(u->dsc8, _mm256_set1_ps(128.0f));
     /* the levels plus 128 as unsigned bytes, looked up by nibble */
     const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141,

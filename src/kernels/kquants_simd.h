@@ -88,6 +88,23 @@ static inline uint64_t ek_kq_scales_iq4_xs(const ek_block_iq4_xs *b)
     return lo | hi << 4;
 }
 
+#if defined(__x86_64__)
+/* The same eight scales, still biased, as eight 16-bit lanes of a vector
+ * (AVX-512 BW/VL variable shifts): lane j gets scales_l byte j / 2 and the
+ * scales_h word by two byte shuffles, then each shifts its own field down
+ * (4 (j % 2) and 2 j bits). Reads the block's first 8 bytes. */
+__attribute__((target("avx512bw,avx512vl"), always_inline)) static inline __m128i
+ek_kq_scales_iq4_xs16(const ek_block_iq4_xs *b)
+{
+    const __m128i v = _mm_loadl_epi64((const __m128i *)(const void *)b); /* d, scales_h, scales_l */
+    const __m128i l = _mm_shuffle_epi8(v, _mm_setr_epi8(4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1));
+    const __m128i h = _mm_shuffle_epi8(v, _mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3));
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi16(l, _mm_setr_epi16(0, 4, 0, 4, 0, 4, 0, 4)), _mm_set1_epi16(15));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi16(h, _mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14)), _mm_set1_epi16(3));
+    return _mm_or_si128(lo, _mm_slli_epi16(hi, 4));
+}
+#endif
+
 /* ---- the unpacker dispatch ---------------------------------------------- */
 
 /* Defines `unpack(dt, row, b, u)` for super-block b of a row over the
