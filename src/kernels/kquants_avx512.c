@@ -200,7 +200,8 @@ TARGET void ek_gemm_kquant_avx512(float *y, int64_t ys, const ek_matrix *w, int6
     if (nt == 1)
         for (; r + 4 <= r1; r += 4) {
             __m512 tot[4];
-            for (int i = 0; i < 4; i++) tot[i] = row_total_1(w->dtype, (const char *)w->data + (size_t)(r + i) * rb, &a);
+            for (int i = 0; i < 4; i++)
+                tot[i] = row_total_1(w->dtype, (const char *)w->data + (size_t)(r + i) * rb, &a);
             _mm_storeu_ps(y + r, ek_reduce4_ps(tot));
         }
     for (; r < r1; r++) {

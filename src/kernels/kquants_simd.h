@@ -1,7 +1,9 @@
 /* What the K-quant SIMD kernels (kquants_avx512.c, kquants_avx2.c,
  * kquants_neon.c) share, so that each holds only its registers:
  *  - the packed sub-block scales unpacked with 32-bit word arithmetic (four
- *    scales per operation), which each kernel loads into its own vectors;
+ *    scales per operation), which each kernel loads into its own vectors,
+ *    and on x86 the Q4_K/Q5_K and IQ4_XS scales made in a vector register
+ *    directly (the same integers, fewer instructions);
  *    the bit layouts are described once, beside the scalar decoding in
  *    kquants.c, and these give the same integers (test_kernels holds every
  *    SIMD set to the scalar kernel);

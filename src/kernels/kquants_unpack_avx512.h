@@ -52,13 +52,10 @@ INLINE __m128i dup_bytes(__m128i v)
 /* Four words of four bytes (kquants_simd.h) as 16 bytes. */
 INLINE __m128i words(const uint32_t k[4]) { return _mm_setr_epi32((int)k[0], (int)k[1], (int)k[2], (int)k[3]); }
 
-/* Q4_K/Q5_K's 12 scale bytes -> (sc0..7, m0..7) as 16 bytes. */
-INLINE __m128i k4_scales(const uint8_t *s) { return ek_kq_scales_k4_v(s); }
-
 INLINE void unpack_q45(const uint8_t *scales, uint16_t d16, uint16_t dmin16, const uint8_t *qs, const uint8_t *qh,
                        kq_unpacked *u)
 {
-    __m128i sm = k4_scales(scales);
+    __m128i sm = ek_kq_scales_k4_v(scales); /* sc0..7, m0..7 */
     u->scale16 = _mm512_mul_ps(_mm512_set1_ps(half(d16)), bytes_to_ps(dup_bytes(sm), 0));
     u->corr16 = _mm512_mul_ps(_mm512_set1_ps(half(dmin16)),
                               bytes_to_ps(dup_bytes(_mm_srli_si128(sm, 8)), 0));

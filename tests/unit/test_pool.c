@@ -194,7 +194,9 @@ static void workers_take_blocks_in_order(void)
         memset(&o, 0, sizeof o);
         const int n = 5 + run % (MAX_TEST_PARTS - 5), active = flipping ? 0 : pool_active(pool);
         pool_run(pool, log_order, &o, n);
-        for (int i = 0; i < n; i++) CHECK_MSG(atomic_load(&o.hits[i]) == 1, "run %d part %d ran %d times", run, i, atomic_load(&o.hits[i]));
+        for (int i = 0; i < n; i++)
+            CHECK_MSG(atomic_load(&o.hits[i]) == 1, "run %d part %d ran %d times", run, i,
+                      atomic_load(&o.hits[i]));
         if (flipping) continue; /* the blocks follow the active count of the run's start */
         for (int w = 0; w < 4; w++)
             for (int k = 1; k < o.len[w]; k++) {
