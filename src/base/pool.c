@@ -26,8 +26,9 @@
  * 1.086x, Q8_0 6144x2048 1.043x, Q6_K 2048x6144 1.01x). A block is one
  * 64-bit word, run number (32 bits) | next part (16) | end of the block
  * (16), so a worker that wakes up late can never take a part of a later
- * run: its compare-and-swap carries both. The task and its context are read only after a claim succeeds, when
- * the run cannot end before that part is done. */
+ * run: its compare-and-swap carries both. The task and its context are
+ * read only after a claim succeeds, when the run cannot end before that
+ * part is done. */
 #define MAX_PARTS 0xffff
 
 typedef struct block {

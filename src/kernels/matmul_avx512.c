@@ -378,8 +378,9 @@ static TARGET void pack_x(uint8_t *xp, const char *x, size_t xs, int nt, int G, 
  * tile reads the weights with broadcast loads from the panel in L2, while
  * its 80 KiB of packed activations stream through L1 and evict them; the
  * hardware prefetcher leaves those loads waiting. kernel_ab 6144x2048, 128
- * tokens, 2 threads: Q8_0 1.12x, Q4_0 1.04x (2 blocks ahead: 1.06x, 1.02x;
- * 4: 1.12x, 1.04x with 1 thread; the activations prefetched as well: less). */
+ * tokens, 2 threads: Q8_0 1.12x, Q4_0 1.04x (1 thread, 2 blocks ahead:
+ * 1.06x, 1.02x; 4 ahead: 1.12x, 1.04x, and with the activations also
+ * prefetched: 1.08x, 1.05x). Past the matrix's end a prefetch is a no-op. */
 #ifndef QPK_W_AHEAD
 #define QPK_W_AHEAD 8
 #endif
