@@ -35,8 +35,15 @@ static int64_t first_visible(const kv_layer *L, int64_t pos)
 static void online_softmax(const attn_shape *s, float *sc, int nk, float *run_max, float *run_sum,
                            float *oh)
 {
-    float tile_max = -INFINITY;
-    for (int j = 0; j < nk; j++) tile_max = sc[j] > tile_max ? sc[j] : tile_max;
+    /* eight running maxima (independent, so vectorized), then their maximum */
+    float lane[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                     -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int j = 0;
+    for (; j + 8 <= nk; j += 8)
+        for (int k = 0; k < 8; k++) lane[k] = sc[j + k] > lane[k] ? sc[j + k] : lane[k];
+    for (; j < nk; j++) lane[0] = sc[j] > lane[0] ? sc[j] : lane[0];
+    float tile_max = lane[0];
+    for (int k = 1; k < 8; k++) tile_max = lane[k] > tile_max ? lane[k] : tile_max;
     if (tile_max > *run_max) {
         float corr = expf(*run_max - tile_max); /* 0 on the first tile */
         *run_sum *= corr;
