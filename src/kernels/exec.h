@@ -31,6 +31,19 @@ typedef struct ek_matmul_out {
 void ek_matmul_many(const ek_exec *ex, const float *x, int n_tokens, const ek_matmul_out *outs,
                     int n_outs, void *qbuf);
 
+/* The gated half of an MLP: g[t][r] = act(x[t] . gate[r] + b_gate[r]) *
+ * (x[t] . up[r] + b_up[r]), g rows gate->rows floats apart. u is scratch of
+ * n_tokens x gate->rows floats (the unfused path's up output). A prefill
+ * computes it in strips: a worker's strip of gate rows, the same strip of up
+ * rows, then the activation, while both are in cache. */
+typedef struct ek_glu_mats {
+    const ek_matrix *gate, *up;
+    const float *b_gate, *b_up; /* or NULL */
+    ek_glu_act act;
+} ek_glu_mats;
+void ek_matmul_glu(const ek_exec *ex, float *g, float *u, const float *x, int n_tokens,
+                   const ek_glu_mats *m, void *qbuf);
+
 /* A causal conv (conv.h) on the pool: y[t][co] = conv(x)[t][co] + bias[co]
  * for t < nt; x is row 0 of the input (history rows before it), in the
  * activation format of w (fp32, or bf16 for EK_CONV_BF16). */

@@ -225,25 +225,6 @@ void llm_attn_out(llm_work *w, int32_t li, int32_t n)
     for_rows(w, li, n, residual_rows);
 }
 
-typedef struct geglu_task {
-    float *g;
-    const float *u;
-    int64_t n;
-    ek_glu_fn glu;
-    ek_glu_act act;
-} geglu_task;
-
-/* g = gelu(g) * u, split over the workers: even vectorized, the exact erf
- * GELU is costly enough to matter at decode. */
-static void run_geglu(void *p, int part, int n_parts, int worker)
-{
-    const geglu_task *t = p;
-    int64_t a, b;
-    (void)worker;
-    pool_split(t->n, 64, part, n_parts, &a, &b);
-    if (b > a) t->glu(t->g + a, t->u + a, b - a, t->act);
-}
-
 void llm_mlp(llm_work *w, int32_t li, int32_t n)
 {
     const spark_config *c = &w->m->cfg;
@@ -252,12 +233,10 @@ void llm_mlp(llm_work *w, int32_t li, int32_t n)
 
     for_rows(w, li, n, mlp_norm_rows);
     record_range(w, li * LLM_RANGES_PER_LAYER + 2, w->h, (int64_t)n * c->hidden);
-    const ek_matmul_out gate_up[2] = {{w->ffn_g, inter, &W->w_gate, W->b_gate},
-                                      {w->ffn_u, inter, &W->w_up, W->b_up}};
-    ek_matmul_many(&w->exec, w->h, n, gate_up, 2, w->qbuf);
-    geglu_task task = {w->ffn_g, w->ffn_u, (int64_t)n * inter, w->exec.kernels->glu,
-                       w->m->params.gelu == EMBER_GELU_TANH ? EK_GLU_GELU_TANH : EK_GLU_GELU_ERF};
-    pool_run(w->exec.pool, run_geglu, &task, 4 * pool_size(w->exec.pool));
+    const ek_glu_mats geglu = {&W->w_gate, &W->w_up, W->b_gate, W->b_up,
+                               w->m->params.gelu == EMBER_GELU_TANH ? EK_GLU_GELU_TANH
+                                                                    : EK_GLU_GELU_ERF};
+    ek_matmul_glu(&w->exec, w->ffn_g, w->ffn_u, w->h, n, &geglu, w->qbuf);
     record_range(w, li * LLM_RANGES_PER_LAYER + 3, w->ffn_g, (int64_t)n * inter);
     ek_matmul(&w->exec, w->h, c->hidden, w->ffn_g, n, &W->w_down, W->b_down, w->qbuf);
     for_rows(w, li, n, residual_rows);

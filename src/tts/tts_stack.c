@@ -120,13 +120,11 @@ static void attention_block(tts_stack_state *s, const tts_layer *W, kv_layer *L,
 static void mlp_block(tts_stack_state *s, const tts_layer *W, float *x, int32_t n)
 {
     const tts_stack_config *c = s->w->cfg;
-    const int64_t hid = c->hidden, inter = c->intermediate;
+    const int64_t hid = c->hidden;
     for (int32_t t = 0; t < n; t++)
         ek_rmsnorm(s->h + t * hid, x + t * hid, W->mlp_norm, hid, c->rms_eps);
-    const ek_matmul_out gate_up[2] = {{s->ffn_g, inter, &W->w_gate, NULL},
-                                      {s->ffn_u, inter, &W->w_up, NULL}};
-    ek_matmul_many(s->exec, s->h, n, gate_up, 2, s->qbuf);
-    s->exec->kernels->glu(s->ffn_g, s->ffn_u, (int64_t)n * inter, EK_GLU_SILU); /* SwiGLU */
+    const ek_glu_mats swiglu = {&W->w_gate, &W->w_up, NULL, NULL, EK_GLU_SILU};
+    ek_matmul_glu(s->exec, s->ffn_g, s->ffn_u, s->h, n, &swiglu, s->qbuf);
     ek_matmul(s->exec, s->h, hid, s->ffn_g, n, &W->w_down, NULL, s->qbuf);
     add_residual(x, s->h, W->mlp_scale, n, hid);
 }

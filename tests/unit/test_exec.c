@@ -1,4 +1,4 @@
-/* The matmul executor's prepared activations (matmul.h, exec.c): a kernel
+/* The matmul executor (exec.c). Its prepared activations (matmul.h): a kernel
  * set that prepares a prefill chunk's Q8_0 activations once for all the
  * matrices sharing them must give exactly what its own gemms give when each
  * call packs the activations itself. The integer block dots and the order
@@ -160,9 +160,64 @@ static void matmul_many_equals_each_gemm(void)
     pool_free(pool);
 }
 
+/* ek_matmul_glu equals the two products (each run alone, bias added) and
+ * then the set's activation over the whole output: a prefill chunk takes
+ * the strips of gate and up rows, a decode step the plain run, and either
+ * gives the same bits. 488 rows: five strips and a short one of 8. */
+static void matmul_glu_equals_gemms_then_activation(void)
+{
+    static const int tokens_list[] = {1, 5, 9, 40, 130};
+    static const char *const names[] = {"scalar", "avx2", "avx512", "neon"};
+    static const et_dtype types[] = {ET_Q8_0, ET_Q4_0, ET_Q4_K, ET_F32};
+    static const ek_glu_act acts[] = {EK_GLU_GELU_ERF, EK_GLU_SILU};
+    ember_pool *pool = NULL;
+    REQUIRE(pool_create(2, &pool) == EMBER_OK);
+    const int64_t R = 488, C = 256;
+    float *b_gate = malloc(R * sizeof(float)), *b_up = malloc(R * sizeof(float));
+    for (int64_t r = 0; r < R; r++) b_gate[r] = frand(), b_up[r] = frand();
+    for (size_t si = 0; si < sizeof names / sizeof *names; si++) {
+        const ek_kernel_set *k = ek_kernels_by_name(names[si]);
+        if (!k) continue;
+        for (size_t di = 0; di < sizeof types / sizeof *types; di++) {
+            const et_dtype dt = types[di];
+            const int rows8 = k->gemm_rows8[dt] != NULL;
+            ek_matrix gate = random_matrix(dt, R, C, rows8), up = random_matrix(dt, R, C, rows8);
+            for (size_t ti = 0; ti < sizeof tokens_list / sizeof *tokens_list; ti++) {
+                const int T = tokens_list[ti];
+                const int bias = ti % 2, act = (int)(ti + di) % 2;
+                const ek_glu_mats m = {&gate, &up, bias ? b_gate : NULL, bias ? b_up : NULL,
+                                       acts[act]};
+                float *x = malloc((size_t)T * C * sizeof *x);
+                float *g = malloc((size_t)T * R * sizeof *g);
+                float *u = malloc((size_t)T * R * sizeof *u);
+                float *want_g = malloc((size_t)T * R * sizeof *g);
+                float *want_u = malloc((size_t)T * R * sizeof *u);
+                void *qbuf = malloc(ek_exec_qbuf_bytes(T, C));
+                for (int64_t i = 0; i < T * C; i++) x[i] = frand();
+                const ek_exec alone = {k, NULL};
+                ek_matmul(&alone, want_g, R, x, T, &gate, m.b_gate, qbuf);
+                ek_matmul(&alone, want_u, R, x, T, &up, m.b_up, qbuf);
+                k->glu(want_g, want_u, (int64_t)T * R, m.act);
+                for (int threads = 1; threads <= 2; threads++) {
+                    const ek_exec ex = {k, threads > 1 ? pool : NULL};
+                    ek_matmul_glu(&ex, g, u, x, T, &m, qbuf);
+                    CHECK_MSG(!memcmp(g, want_g, (size_t)T * R * sizeof *g),
+                              "%s %s x%d threads %d: the gated output differs", k->name,
+                              ek_format_of(dt)->name, T, threads);
+                }
+                free(x), free(g), free(u), free(want_g), free(want_u), free(qbuf);
+            }
+            free((void *)gate.data), free((void *)up.data);
+        }
+    }
+    free(b_gate), free(b_up);
+    pool_free(pool);
+}
+
 int main(void)
 {
     RUN(prepared_gemm_equals_plain_gemm);
     RUN(matmul_many_equals_each_gemm);
+    RUN(matmul_glu_equals_gemms_then_activation);
     return check_summary();
 }
