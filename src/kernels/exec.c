@@ -240,19 +240,22 @@ void ek_matmul_glu(const ek_exec *ex, float *g, float *u, const float *x, int n_
     const ek_matmul_out outs[2] = {{g, rows, m->gate, m->b_gate}, {u, rows, m->up, m->b_up}};
     glu_task t = {{ex, outs, 2, 0, NULL, 0, n_tokens, NULL}, u, ex->kernels->glu, m->act};
     int64_t total;
-    /* Strips pay off where the outputs outgrow the caches (a prefill chunk);
-     * a decode step's engines prepare their activations in every call, so
-     * it takes the two matrices in one run, then the activation. Strips
-     * need the eight-row groups whole and a strip of u per worker. */
-    if (n_tokens <= DECODE_MAX_TOKENS || !one_run(outs, 2, &total) || m->up->rows != rows ||
-        rows % 8 || (int64_t)workers * GLU_STRIP > rows) {
-        ek_matmul_many(ex, x, n_tokens, outs, 2, qbuf);
-        pool_run(ex->pool, run_glu, &t, 4 * workers);
+    /* Strips pay off where the outputs outgrow the caches (a prefill chunk)
+     * and the gemms take the activations as prepared once: a gemm that
+     * repacks them in every call (a decode step's engines, the K-quant
+     * prefill tiles) would do so per strip. Those take the two matrices in
+     * one run, then the activation. Strips also need the eight-row groups
+     * whole and a strip of u per worker. */
+    if (n_tokens > DECODE_MAX_TOKENS && one_run(outs, 2, &total) && m->up->rows == rows &&
+        rows % 8 == 0 && (int64_t)workers * GLU_STRIP <= rows &&
+        prepared_bytes(ex, outs, 2, n_tokens)) {
+        activations(&t.gemm, x, qbuf); /* prepared: every output has a gemm on it */
+        const int64_t strips = (rows + GLU_STRIP - 1) / GLU_STRIP;
+        pool_run(ex->pool, run_glu_strips, &t, 4 * workers < strips ? 4 * workers : (int)strips);
         return;
     }
-    activations(&t.gemm, x, qbuf);
-    const int64_t strips = (rows + GLU_STRIP - 1) / GLU_STRIP;
-    pool_run(ex->pool, run_glu_strips, &t, 4 * workers < strips ? 4 * workers : (int)strips);
+    ek_matmul_many(ex, x, n_tokens, outs, 2, qbuf);
+    pool_run(ex->pool, run_glu, &t, 4 * workers);
 }
 
 typedef struct conv_task {
