@@ -60,6 +60,7 @@ static void run_gemm(void *p, int part, int n_parts, int worker)
  * leaves the others waiting. */
 typedef struct act_task {
     const ek_kernel_set *k;
+    const ek_prepared_form *form; /* of `prepared`, or NULL */
     const float *x;
     char *xq;
     void *prepared;
@@ -82,21 +83,23 @@ static void run_prepare(void *p, int part, int n_parts, int worker)
 {
     const act_task *t = p;
     (void)worker;
-    t->k->prepare(t->prepared, t->xq, t->qrow, t->n_tokens, t->cols, part, n_parts);
+    t->form->prepare(t->prepared, t->xq, t->qrow, t->n_tokens, t->cols, part, n_parts);
 }
 
-/* Whether every output has a gemm on the set's prepared activations and the
- * set prepares this many tokens: then they are prepared once, here, instead
- * of in every gemm call. */
-static size_t prepared_bytes(const ek_exec *ex, const ek_matmul_out *outs, int n_outs,
-                             int n_tokens)
+/* The prepared form every output's gemm reads, when all read the same one
+ * and the set prepares this many tokens: then x is prepared once, here,
+ * instead of in every gemm call (qbuf has room for it). */
+static const ek_prepared_form *shared_form(const ek_exec *ex, const ek_matmul_out *outs, int n_outs,
+                                           int n_tokens)
 {
     const ek_kernel_set *k = ex->kernels;
-    if (!k->prepare || !k->prepared_bytes) return 0;
+    const ek_prepared_form *form = k->prepared_form[outs[0].w->dtype];
+    if (!form) return NULL;
     for (int i = 0; i < n_outs; i++)
-        if (!ek_kernels_gemm_prepared(k, outs[i].w)) return 0;
-    size_t bytes = k->prepared_bytes(n_tokens, outs[0].w->cols);
-    return bytes <= ek_prepared_max_bytes(n_tokens, outs[0].w->cols) ? bytes : 0;
+        if (k->prepared_form[outs[i].w->dtype] != form || !ek_kernels_gemm_prepared(k, outs[i].w))
+            return NULL;
+    const size_t bytes = form->bytes(n_tokens, outs[0].w->cols);
+    return bytes && bytes <= ek_prepared_max_bytes(n_tokens, outs[0].w->cols) ? form : NULL;
 }
 
 /* Whether the outputs can share one activation format and one run: the
@@ -129,9 +132,9 @@ static void activations(gemm_task *t, const float *x, void *qbuf)
     t->prepared = NULL;
     if (ek_format_of(w0->dtype)->act != ET_Q8_0) return;
     const size_t qrow = ek_row_bytes(ET_Q8_0, w0->cols), qbytes = (size_t)n_tokens * qrow;
-    const size_t prep = prepared_bytes(ex, t->outs, t->n_outs, n_tokens);
-    act_task a = {ex->kernels, x, qbuf, NULL, w0->cols, qrow, n_tokens};
-    if (prep) {
+    const ek_prepared_form *form = shared_form(ex, t->outs, t->n_outs, n_tokens);
+    act_task a = {ex->kernels, form, x, qbuf, NULL, w0->cols, qrow, n_tokens};
+    if (form) {
         a.prepared = (void *)(((uintptr_t)qbuf + qbytes + 63) & ~(uintptr_t)63);
         pool_run(ex->pool, run_quantize, &a, n_tokens < workers ? n_tokens : workers);
         pool_run(ex->pool, run_prepare, &a, workers);
@@ -242,13 +245,13 @@ void ek_matmul_glu(const ek_exec *ex, float *g, float *u, const float *x, int n_
     int64_t total;
     /* Strips pay off where the outputs outgrow the caches (a prefill chunk)
      * and the gemms take the activations as prepared once: a gemm that
-     * repacks them in every call (a decode step's engines, the K-quant
-     * prefill tiles) would do so per strip. Those take the two matrices in
+     * repacks them in every call (a decode step's engines, a set without a
+     * prepared form) would do so per strip. Those take the two matrices in
      * one run, then the activation. Strips also need the eight-row groups
      * whole and a strip of u per worker. */
     if (n_tokens > DECODE_MAX_TOKENS && one_run(outs, 2, &total) && m->up->rows == rows &&
         rows % 8 == 0 && (int64_t)workers * GLU_STRIP <= rows &&
-        prepared_bytes(ex, outs, 2, n_tokens)) {
+        shared_form(ex, outs, 2, n_tokens)) {
         activations(&t.gemm, x, qbuf); /* prepared: every output has a gemm on it */
         const int64_t strips = (rows + GLU_STRIP - 1) / GLU_STRIP;
         pool_run(ex->pool, run_glu_strips, &t, 4 * workers < strips ? 4 * workers : (int)strips);

@@ -22,6 +22,7 @@
  * every token count. */
 #include "kernels/kquants.h"
 #include "kernels/matmul.h"
+#include "base/pool.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -255,13 +256,19 @@ static int kp_form(et_dtype dt)
 
 int ek_kquant_prefill_avx512_covers(et_dtype dt) { return kp_form(dt) >= 0; }
 
-TARGET void ek_gemm_kquant_prefill_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
-                                          int64_t r1, const void *xv, size_t xs, int nt)
+/* Bytes of the prepared form of one span: every block's KP_SPAN_G groups. */
+static size_t kp_span_bytes(int64_t cols) { return (size_t)(cols / 32) * KP_SPAN_G * KP_BYTES; }
+
+/* The engine on x's Q8_0 rows (packed here, a span and chunk at a time) or
+ * on `prepared` (ek_kquant_prefill_prepare_avx512: span s's block b's group
+ * g at prepared + s kp_span_bytes + (b KP_SPAN_G + g) KP_BYTES, the layout
+ * kp_pack gives a chunk, so the tiles read both alike). */
+static TARGET void kp_gemm(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                           const char *x, size_t xs, int nt, const uint8_t *prepared)
 {
-    alignas(64) uint8_t xp[KP_SPAN_G * KP_SB * 8 * KP_BYTES];
+    alignas(64) uint8_t xbuf[KP_SPAN_G * KP_SB * 8 * KP_BYTES];
     alignas(64) float panel[16 * KP_SPAN_G * KP_PANEL];
     kp_weights u;
-    const char *x = xv;
     const int form = kp_form(w->dtype);
     const size_t rb = ek_row_bytes(w->dtype, w->cols);
     const int64_t nsbt = w->cols / EK_QK_K;
@@ -270,7 +277,12 @@ TARGET void ek_gemm_kquant_prefill_avx512(float *y, int64_t ys, const ek_matrix 
         const int span = nt - s0 < 16 * KP_SPAN_G ? nt - s0 : 16 * KP_SPAN_G;
         for (int64_t sb0 = 0; sb0 < nsbt; sb0 += KP_SB) {
             const int nsb = (int)(nsbt - sb0 < KP_SB ? nsbt - sb0 : KP_SB);
-            kp_pack(xp, x + (size_t)s0 * xs, xs, span, (span + 15) / 16, sb0 * 8, (int64_t)nsb * 8);
+            const uint8_t *xp = xbuf;
+            if (prepared)
+                xp = prepared + (size_t)(s0 / (16 * KP_SPAN_G)) * kp_span_bytes(w->cols) +
+                     (size_t)sb0 * 8 * KP_SPAN_G * KP_BYTES;
+            else
+                kp_pack(xbuf, x + (size_t)s0 * xs, xs, span, (span + 15) / 16, sb0 * 8, (int64_t)nsb * 8);
             for (int64_t rp = r0; rp < r1; rp += KP_PANEL) {
                 const int64_t rend = r1 - rp < KP_PANEL ? r1 : rp + KP_PANEL;
                 for (int64_t r = rp; r < rend;) {
@@ -301,6 +313,43 @@ TARGET void ek_gemm_kquant_prefill_avx512(float *y, int64_t ys, const ek_matrix 
     }
 }
 
+TARGET void ek_gemm_kquant_prefill_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
+                                          int64_t r1, const void *x, size_t xs, int nt)
+{
+    kp_gemm(y, ys, w, r0, r1, x, xs, nt, NULL);
+}
+
+/* The prepared form: whole spans of 128 tokens (the last one's missing
+ * groups left unwritten: no tile reads them). */
+size_t ek_kquant_prefill_prepared_bytes_avx512(int nt, int64_t cols)
+{
+    return (size_t)(nt + 16 * KP_SPAN_G - 1) / (16 * KP_SPAN_G) * kp_span_bytes(cols);
+}
+
+/* Part `part` of the spans' blocks, all tokens of each span: a 128-token
+ * chunk is one span, so splitting the spans alone would leave one worker
+ * packing it. */
+TARGET void ek_kquant_prefill_prepare_avx512(void *xp, const void *x, size_t xs, int nt, int64_t cols,
+                                             int part, int n_parts)
+{
+    const int64_t nbt = cols / 32, spans = (nt + 16 * KP_SPAN_G - 1) / (16 * KP_SPAN_G);
+    int64_t u0, u1;
+    pool_split(spans * nbt, 1, part, n_parts, &u0, &u1);
+    for (int64_t u = u0; u < u1;) {
+        const int64_t s = u / nbt, b0 = u % nbt, nb = nbt - b0 < u1 - u ? nbt - b0 : u1 - u;
+        const int t0 = (int)s * 16 * KP_SPAN_G, T = nt - t0 < 16 * KP_SPAN_G ? nt - t0 : 16 * KP_SPAN_G;
+        kp_pack((uint8_t *)xp + (size_t)s * kp_span_bytes(cols) + (size_t)b0 * KP_SPAN_G * KP_BYTES,
+                (const char *)x + (size_t)t0 * xs, xs, T, (T + 15) / 16, b0, nb);
+        u += nb;
+    }
+}
+
+TARGET void ek_gemm_kquant_prefill_prepared_avx512(float *y, int64_t ys, const ek_matrix *w,
+                                                   int64_t r0, int64_t r1, const void *xp, int nt)
+{
+    kp_gemm(y, ys, w, r0, r1, NULL, 0, nt, xp);
+}
+
 #else
 int ek_kquant_prefill_avx512_covers(et_dtype dt)
 {
@@ -312,5 +361,23 @@ void ek_gemm_kquant_prefill_avx512(float *y, int64_t ys, const ek_matrix *w, int
                                    int64_t r1, const void *x, size_t xs, int nt)
 {
     ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+}
+
+size_t ek_kquant_prefill_prepared_bytes_avx512(int nt, int64_t cols)
+{
+    (void)nt, (void)cols;
+    return 0;
+}
+
+void ek_kquant_prefill_prepare_avx512(void *xp, const void *x, size_t xs, int nt, int64_t cols, int part,
+                                      int n_parts)
+{
+    (void)xp, (void)x, (void)xs, (void)nt, (void)cols, (void)part, (void)n_parts;
+}
+
+void ek_gemm_kquant_prefill_prepared_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
+                                            int64_t r1, const void *xp, int nt)
+{
+    (void)y, (void)ys, (void)w, (void)r0, (void)r1, (void)xp, (void)nt;
 }
 #endif

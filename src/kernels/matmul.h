@@ -74,8 +74,10 @@ typedef void (*ek_to_f32_fn)(const void *src, float *dst, int64_t n);
  * them. A set whose many-token gemms repack the activations (token-major
  * tiles) would otherwise repack the same x in every call and every row
  * range of it: once per thread's part, per matrix of Q/K/V or gate/up.
- *   prepared_bytes: bytes the set's prepared form of n_tokens x cols takes,
- *                   0 when it does not prepare that many tokens (at most
+ * A set may have several prepared forms (its Q8_0/Q4_0 tiles take one, its
+ * K-quant tiles another); each weight format names the one its gemm reads.
+ *   bytes:          bytes the form of n_tokens x cols takes, 0 when the set
+ *                   does not prepare that many tokens (at most
  *                   ek_prepared_max_bytes);
  *   prepare:        writes part `part` of n_parts of that form at xp (64-byte
  *                   aligned) from x's Q8_0 rows, x_stride bytes apart; the
@@ -84,13 +86,18 @@ typedef void (*ek_to_f32_fn)(const void *src, float *dst, int64_t n);
 typedef size_t (*ek_prepared_bytes_fn)(int n_tokens, int64_t cols);
 typedef void (*ek_prepare_fn)(void *xp, const void *x, size_t x_stride, int n_tokens, int64_t cols,
                               int part, int n_parts);
+typedef struct ek_prepared_form {
+    ek_prepared_bytes_fn bytes;
+    ek_prepare_fn prepare;
+} ek_prepared_form;
 typedef void (*ek_gemm_prepared_fn)(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0,
                                     int64_t r1, const void *xp, int n_tokens);
-/* The most any set's prepared form of n_tokens x cols takes: 40 bytes per
- * token and block of 32, tokens counted in whole 32s. */
+/* The most any set's prepared form of n_tokens x cols takes: 52 bytes per
+ * token and block of 32, tokens counted in whole 128s (the K-quant tiles'
+ * spans). */
 static inline size_t ek_prepared_max_bytes(int n_tokens, int64_t cols)
 {
-    return (size_t)(n_tokens + 31) / 32 * 32 * (size_t)(cols / 32) * 40;
+    return (size_t)(n_tokens + 127) / 128 * 128 * (size_t)(cols / 32) * 52;
 }
 
 typedef struct ek_kernel_set {
@@ -111,14 +118,14 @@ typedef struct ek_kernel_set {
     /* gemms for the eight-row interleaved layout (rows8.h); NULL where the
      * set has none, and then the loader keeps the row layout */
     ek_gemm_fn gemm_rows8[ET_DTYPE_COUNT];
-    /* prepared activations (above); NULL where the set has none */
-    ek_prepared_bytes_fn prepared_bytes;
-    ek_prepare_fn prepare;
+    /* prepared activations (above): the form each weight format's gemm
+     * reads and those gemms; NULL where the set has none */
+    const ek_prepared_form *prepared_form[ET_DTYPE_COUNT];
     ek_gemm_prepared_fn gemm_prepared[ET_DTYPE_COUNT];
     ek_gemm_prepared_fn gemm_prepared_rows8[ET_DTYPE_COUNT];
 } ek_kernel_set;
 /* The initializers of the prepared fields for a set without them. */
-#define EK_NO_PREPARED NULL, NULL, {0}, {0}
+#define EK_NO_PREPARED {0}, {0}, {0}
 
 /* The set's gemm for w's format and layout (NULL if it has none). */
 ek_gemm_fn ek_kernels_gemm(const ek_kernel_set *k, const ek_matrix *w);

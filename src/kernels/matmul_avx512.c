@@ -849,6 +849,16 @@ static TARGET void prepare_q(void *xp, const void *x, size_t xs, int nt, int64_t
     }
 }
 
+static const ek_prepared_form prepared_q = {prepared_bytes_q, prepare_q};
+
+/* The K-quants' prepared form, for the prefill engine gemm_kq runs above
+ * PAIR_MAX_TOKENS tokens (kquants_prefill_avx512.c). */
+static size_t prepared_bytes_kq(int nt, int64_t cols)
+{
+    return nt > PAIR_MAX_TOKENS ? ek_kquant_prefill_prepared_bytes_avx512(nt, cols) : 0;
+}
+static const ek_prepared_form prepared_kq = {prepared_bytes_kq, ek_kquant_prefill_prepare_avx512};
+
 #define Q_GEMM_PREPARED(NAME, LAYOUT, Q4)                                                        \
     static TARGET void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,   \
                             const void *xp, int nt)                                             \
@@ -961,6 +971,8 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
     }
 }
 
+#define GEMM_PREP_KQ ek_gemm_kquant_prefill_prepared_avx512
+
 /* The two avx512 sets differ only in the interleaved layout's prefill: the
  * 512-bit token-major tiles where the CPU runs 512-bit vpdpbusd at full
  * width, the 256-bit interleaved tiles where it splits them in halves
@@ -985,9 +997,12 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
          [EK_CONV_F16] = ek_conv_f16_avx512},                                                 \
         ek_snake_avx512,                                                                      \
         {[ET_Q8_0] = GEMM_R8_Q8_0, [ET_Q4_0] = GEMM_R8_Q4_0},                                 \
-        prepared_bytes_q,                                                                     \
-        prepare_q,                                                                            \
-        {[ET_Q8_0] = gemm_prepared_q8_0, [ET_Q4_0] = gemm_prepared_q4_0},                     \
+        {[ET_Q8_0] = &prepared_q, [ET_Q4_0] = &prepared_q, [ET_Q2_K] = &prepared_kq,           \
+         [ET_Q3_K] = &prepared_kq, [ET_Q4_K] = &prepared_kq, [ET_Q5_K] = &prepared_kq,         \
+         [ET_Q6_K] = &prepared_kq, [ET_IQ4_XS] = &prepared_kq},                               \
+        {[ET_Q8_0] = gemm_prepared_q8_0, [ET_Q4_0] = gemm_prepared_q4_0,                      \
+         [ET_Q2_K] = GEMM_PREP_KQ, [ET_Q3_K] = GEMM_PREP_KQ, [ET_Q4_K] = GEMM_PREP_KQ,         \
+         [ET_Q5_K] = GEMM_PREP_KQ, [ET_Q6_K] = GEMM_PREP_KQ, [ET_IQ4_XS] = GEMM_PREP_KQ},      \
         {[ET_Q8_0] = PREP_R8_Q8_0, [ET_Q4_0] = PREP_R8_Q4_0},                                 \
     };
 AVX512_SET(avx512_set, gemm_r8_q8_0, gemm_r8_q4_0, gemm_prepared_r8_q8_0, gemm_prepared_r8_q4_0)
