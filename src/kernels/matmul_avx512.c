@@ -412,7 +412,7 @@ INLINE void qpk_tile(float *tile, const char *w, size_t rb, int64_t r, const uin
     alignas(32) float dws[EK_ROWS8];
     for (int64_t b = 0; b < nb; b++, wb += step) {
         const uint8_t *xb = xp + (size_t)b * PK_MAX_G * PK_BYTES;
-        if (r8 && QPK_W_AHEAD)
+        if (r8 && QPK_W_AHEAD > 0)
             _Pragma("GCC unroll 5") for (int o = 0; o < EK_ROWS8 * (int)bb; o += 64)
                 _mm_prefetch((const char *)wb + QPK_W_AHEAD * step + o, _MM_HINT_T0);
 #define QPK_X(g, v) _mm512_load_si512((const __m512i *)(xb + (g) * PK_BYTES + (v) * PK_VEC))
