@@ -159,7 +159,7 @@ int ek_kquant_prefill_avx512_covers(et_dtype dtype);
 void ek_gemm_kquant_prefill_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0,
                                    int64_t r1, const void *x, size_t x_stride, int n_tokens);
 /* Its prepared activations (matmul.h's ek_prepared_form), shared by every
- * type it covers, and its gemm on them. */
+ * type it covers, and its gemm on them: x86-64 only, for the avx512 set. */
 size_t ek_kquant_prefill_prepared_bytes_avx512(int n_tokens, int64_t cols);
 void ek_kquant_prefill_prepare_avx512(void *xp, const void *x, size_t x_stride, int n_tokens, int64_t cols,
                                       int part, int n_parts);

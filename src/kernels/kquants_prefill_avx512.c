@@ -362,22 +362,4 @@ void ek_gemm_kquant_prefill_avx512(float *y, int64_t ys, const ek_matrix *w, int
 {
     ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
 }
-
-size_t ek_kquant_prefill_prepared_bytes_avx512(int nt, int64_t cols)
-{
-    (void)nt, (void)cols;
-    return 0;
-}
-
-void ek_kquant_prefill_prepare_avx512(void *xp, const void *x, size_t xs, int nt, int64_t cols, int part,
-                                      int n_parts)
-{
-    (void)xp, (void)x, (void)xs, (void)nt, (void)cols, (void)part, (void)n_parts;
-}
-
-void ek_gemm_kquant_prefill_prepared_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
-                                            int64_t r1, const void *xp, int nt)
-{
-    (void)y, (void)ys, (void)w, (void)r0, (void)r1, (void)xp, (void)nt;
-}
 #endif
