@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "kernels/kquants_simd.h"
+#include "kernels/reduce_avx512.h"
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) TARGET
@@ -206,11 +207,11 @@ INLINE void unpack32(const et_dtype dt, const char *row, int64_t b, kq32_unpacke
 
 /* ---- the engine -------------------------------------------------------------- */
 
-/* Tokens t0..t0+T-1 of row r. Per token two accumulators (one per pair of
- * vectors) so that consecutive super-blocks' fmas do not wait on each
- * other, and the corrections in eight lanes. */
-INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row, int64_t r, const kq32_acts *a,
-                       int t0, const int T)
+/* Tokens t0..t0+T-1 of a row, each token's lanes left unsummed in tot[t].
+ * Per token two accumulators (one per pair of vectors) so that consecutive
+ * super-blocks' fmas do not wait on each other, and the corrections in
+ * eight lanes, subtracted from the low eight at the end. */
+INLINE void row_totals(__m512 *tot, const et_dtype dt, const char *row, const kq32_acts *a, int t0, const int T)
 {
     const __m512i sb0 = dt == ET_IQ4_XS ? LANES(IQ4_SB0) : LANES(Q45_SB0);
     const __m512i sb1 = dt == ET_IQ4_XS ? LANES(IQ4_SB1) : LANES(Q45_SB1);
@@ -238,13 +239,16 @@ INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row,
             acc[t][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(sb1, s), acc[t][1]);
         }
     }
-    for (int t = 0; t < T; t++) {
-        __m256 c = cor[t];
-        __m128 c4 = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
-        c4 = _mm_add_ps(c4, _mm_movehl_ps(c4, c4));
-        c4 = _mm_add_ss(c4, _mm_movehdup_ps(c4));
-        y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1])) - _mm_cvtss_f32(c4);
-    }
+    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)
+        tot[t] = _mm512_sub_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_zextps256_ps512(cor[t]));
+}
+
+INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row, int64_t r, const kq32_acts *a,
+                       int t0, const int T)
+{
+    __m512 tot[KT];
+    row_totals(tot, dt, row, a, t0, T);
+    for (int t = 0; t < T; t++) y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(tot[t]);
 }
 
 /* One function per type and token count: the unpacker inlined, the
@@ -264,6 +268,25 @@ typedef void (*row_fn)(float *, int64_t, const char *, int64_t, const kq32_acts 
 ROWS_OF(rows_q4_k, ET_Q4_K)
 ROWS_OF(rows_q5_k, ET_Q5_K)
 ROWS_OF(rows_iq4_xs, ET_IQ4_XS)
+
+/* One token: a row's lanes, left unsummed, so that the driver sums four
+ * rows' at once (ek_reduce4_ps), as the general engine does: a row of 2048
+ * weights is 8 super-blocks, and its own horizontal sums (16 lanes and the
+ * 8 corrections) were a sizeable share of it. One function called for each
+ * row, not four inlined copies, so that the loads keep one instruction
+ * address each as the rows stream (four copies ran at 0.6-0.75x, kernel_ab
+ * Q4_K 1 token, DRAM). */
+typedef __m512 (*total_fn)(const char *, const kq32_acts *);
+#define TOTAL_FN(NAME, DT)                                                                                 \
+    static TARGET __m512 NAME(const char *row, const kq32_acts *a)                                         \
+    {                                                                                                      \
+        __m512 tot;                                                                                        \
+        row_totals(&tot, DT, row, a, 0, 1);                                                                \
+        return tot;                                                                                        \
+    }
+TOTAL_FN(total_q4_k, ET_Q4_K)
+TOTAL_FN(total_q5_k, ET_Q5_K)
+TOTAL_FN(total_iq4_xs, ET_IQ4_XS)
 
 /* The next row into L1 while this one computes: its lines arrive in time
  * for the first super-blocks, which hardware prefetch would reach late
@@ -288,9 +311,17 @@ TARGET void ek_gemm_kquant_sb32_avx512(float *y, int64_t ys, const ek_matrix *w,
         ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
         return;
     }
+    const total_fn total = w->dtype == ET_Q4_K ? total_q4_k : w->dtype == ET_Q5_K ? total_q5_k : total_iq4_xs;
     const size_t rb = ek_row_bytes(w->dtype, w->cols);
     const char *row = (const char *)w->data + (size_t)r0 * rb;
-    for (int64_t r = r0; r < r1; r++, row += rb) {
+    int64_t r = r0;
+    if (nt == 1)
+        for (; r + 4 <= r1; r += 4, row += 4 * rb) {
+            __m512 tot[4];
+            for (int i = 0; i < 4; i++) tot[i] = total(row + (size_t)i * rb, &a);
+            _mm_storeu_ps(y + r, ek_reduce4_ps(tot));
+        }
+    for (; r < r1; r++, row += rb) {
         if (nt >= EK_KQ_PREFETCH_MIN_TOKENS && r + 1 < r1) prefetch_l1(row + rb, rb);
         for (int t0 = 0; t0 < nt; t0 += KT) rows[nt - t0 < KT ? nt - t0 : KT](y, ys, row, r, &a, t0);
     }
