@@ -258,16 +258,7 @@ INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row,
     {                                                                                                      \
         row_tokens(y, ys, DT, row, r, a, t0, T);                                                           \
     }
-#define ROWS_OF(P, DT)                                                                                     \
-    ROW_FN(P##_1, DT, 1)                                                                                   \
-    ROW_FN(P##_2, DT, 2)                                                                                   \
-    ROW_FN(P##_3, DT, 3)                                                                                   \
-    ROW_FN(P##_4, DT, 4)                                                                                   \
-    static const row_fn P[KT + 1] = {NULL, P##_1, P##_2, P##_3, P##_4};
 typedef void (*row_fn)(float *, int64_t, const char *, int64_t, const kq32_acts *, int);
-ROWS_OF(rows_q4_k, ET_Q4_K)
-ROWS_OF(rows_q5_k, ET_Q5_K)
-ROWS_OF(rows_iq4_xs, ET_IQ4_XS)
 
 /* One token: a row's lanes, left unsummed, so that the driver sums four
  * rows' at once (ek_reduce4_ps), as the general engine does: a row of 2048
@@ -276,7 +267,6 @@ ROWS_OF(rows_iq4_xs, ET_IQ4_XS)
  * row, not four inlined copies, so that the loads keep one instruction
  * address each as the rows stream (four copies ran at 0.6-0.75x, kernel_ab
  * Q4_K 1 token, DRAM). */
-typedef __m512 (*total_fn)(const char *, const kq32_acts *);
 #define TOTAL_FN(NAME, DT)                                                                                 \
     static TARGET __m512 NAME(const char *row, const kq32_acts *a)                                         \
     {                                                                                                      \
@@ -284,9 +274,23 @@ typedef __m512 (*total_fn)(const char *, const kq32_acts *);
         row_totals(&tot, DT, row, a, 0, 1);                                                                \
         return tot;                                                                                        \
     }
-TOTAL_FN(total_q4_k, ET_Q4_K)
-TOTAL_FN(total_q5_k, ET_Q5_K)
-TOTAL_FN(total_iq4_xs, ET_IQ4_XS)
+typedef __m512 (*total_fn)(const char *, const kq32_acts *);
+
+/* A type's engine: its rows of 1..KT tokens, and its one-token row totals. */
+typedef struct sb32_engine {
+    row_fn rows[KT + 1];
+    total_fn total;
+} sb32_engine;
+#define ENGINE_OF(P, DT)                                                                                   \
+    ROW_FN(P##_1, DT, 1)                                                                                   \
+    ROW_FN(P##_2, DT, 2)                                                                                   \
+    ROW_FN(P##_3, DT, 3)                                                                                   \
+    ROW_FN(P##_4, DT, 4)                                                                                   \
+    TOTAL_FN(P##_total, DT)                                                                                \
+    static const sb32_engine P = {{NULL, P##_1, P##_2, P##_3, P##_4}, P##_total};
+ENGINE_OF(engine_q4_k, ET_Q4_K)
+ENGINE_OF(engine_q5_k, ET_Q5_K)
+ENGINE_OF(engine_iq4_xs, ET_IQ4_XS)
 
 /* The next row into L1 while this one computes: its lines arrive in time
  * for the first super-blocks, which hardware prefetch would reach late
@@ -301,29 +305,28 @@ int ek_kquant_sb32_avx512_covers(et_dtype dt) { return dt == ET_Q4_K || dt == ET
 TARGET void ek_gemm_kquant_sb32_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                                        const void *x, size_t xs, int nt)
 {
-    const row_fn *rows = w->dtype == ET_Q4_K   ? rows_q4_k
-                         : w->dtype == ET_Q5_K ? rows_q5_k
-                         : w->dtype == ET_IQ4_XS ? rows_iq4_xs
-                                                 : NULL;
+    const sb32_engine *e = w->dtype == ET_Q4_K     ? &engine_q4_k
+                           : w->dtype == ET_Q5_K   ? &engine_q5_k
+                           : w->dtype == ET_IQ4_XS ? &engine_iq4_xs
+                                                   : NULL;
     kq32_acts a;
-    if (!rows || kq32_acts_make(&a, w->dtype, x, xs, nt, w->cols)) { /* out of memory: the scalar path needs none */
-        if (rows) kq32_acts_free(&a);
+    if (!e || kq32_acts_make(&a, w->dtype, x, xs, nt, w->cols)) { /* out of memory: the scalar path needs none */
+        if (e) kq32_acts_free(&a);
         ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
         return;
     }
-    const total_fn total = w->dtype == ET_Q4_K ? total_q4_k : w->dtype == ET_Q5_K ? total_q5_k : total_iq4_xs;
     const size_t rb = ek_row_bytes(w->dtype, w->cols);
     const char *row = (const char *)w->data + (size_t)r0 * rb;
     int64_t r = r0;
     if (nt == 1)
         for (; r + 4 <= r1; r += 4, row += 4 * rb) {
             __m512 tot[4];
-            for (int i = 0; i < 4; i++) tot[i] = total(row + (size_t)i * rb, &a);
+            for (int i = 0; i < 4; i++) tot[i] = e->total(row + (size_t)i * rb, &a);
             _mm_storeu_ps(y + r, ek_reduce4_ps(tot));
         }
     for (; r < r1; r++, row += rb) {
         if (nt >= EK_KQ_PREFETCH_MIN_TOKENS && r + 1 < r1) prefetch_l1(row + rb, rb);
-        for (int t0 = 0; t0 < nt; t0 += KT) rows[nt - t0 < KT ? nt - t0 : KT](y, ys, row, r, &a, t0);
+        for (int t0 = 0; t0 < nt; t0 += KT) e->rows[nt - t0 < KT ? nt - t0 : KT](y, ys, row, r, &a, t0);
     }
     kq32_acts_free(&a);
 }

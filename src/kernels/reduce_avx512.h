@@ -1,7 +1,8 @@
 /* Horizontal sums of AVX-512 vectors, shared by the kernels that end with
  * one sum per vector: the attention scores (vec_avx512.c) and the K-quant
- * decode engines (kquants_avx512.c, kquants_sb32_avx512.c). x86 only; the target attribute is the
- * least these need and inlines into any AVX-512 kernel's own. */
+ * decode engines (kquants_avx512.c, kquants_sb32_avx512.c). x86 only; the
+ * target attribute is the least these need and inlines into any AVX-512
+ * kernel's own. */
 #ifndef EMBER_KERNELS_REDUCE_AVX512_H
 #define EMBER_KERNELS_REDUCE_AVX512_H
 

@@ -12,10 +12,10 @@
  * block, and the kernels take so short a run as hot (matmul.h). One query at
  * a time read the whole tile from L2 per query (256 keys of 256 floats, 256
  * KiB, more than L1 holds). Each block reads the tile's K and V rows again
- * (512 KiB at the 1.7B shape): 32 queries, a whole part of a 128-token chunk
- * at the 1.7B shape (attn_run), read them a quarter as often as 8 did, and
- * prefill ran 1.03-1.06x faster (1.7B q8_0 and q4_0, prompt 512, 2 threads,
- * 4 alternating runs; 4 queries lost 3%). */
+ * (512 KiB at the 1.7B shape): 32 queries, there a whole part of a 128-token
+ * chunk (attn_run), read them a quarter as often as 8 did, and prefill ran
+ * 1.03-1.06x faster (1.7B q8_0 and q4_0, prompt 512, 2 threads, 4
+ * alternating runs; 4 queries lost 3%). */
 enum { ATTN_QUERY_BLOCK = 32, ATTN_RUN = EK_ATTN_HOT_KEYS };
 
 size_t attn_scratch_floats(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t n)
