@@ -204,15 +204,9 @@ TARGET void ek_gemm_kquant_avx512(float *y, int64_t ys, const ek_matrix *w, int6
                 tot[i] = row_total_1(w->dtype, (const char *)w->data + (size_t)(r + i) * rb, &a);
             _mm_storeu_ps(y + r, ek_reduce4_ps(tot));
         }
-    for (; r < r1; r++) {
-        const char *row = (const char *)w->data + (size_t)r * rb;
-        if (nt >= EK_KQ_PREFETCH_MIN_TOKENS && r + 1 < r1)
-            for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + rb + o, _MM_HINT_T0);
-        for (int t0 = 0; t0 < nt; t0 += KT) {
-            int T = nt - t0 < KT ? nt - t0 : KT;
-            rows_for[T](y, ys, w->dtype, row, r, &a, t0);
-        }
-    }
+    for (ek_kq_walk k = ek_kq_walk_start((const char *)w->data + (size_t)r * rb, rb, r, r1, nt, KT, w->cols);
+         ek_kq_walk_next(&k);)
+        rows_for[k.T](y, ys, w->dtype, k.row, k.r, &a, k.t0);
     kq_acts_free(&a);
 }
 

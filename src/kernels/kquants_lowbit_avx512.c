@@ -58,7 +58,13 @@
 #ifndef LB_AHEAD
 #define LB_AHEAD 8
 #endif
-enum { KT = 8 }; /* tokens per pass over a row: up to PAIR_MAX_TOKENS in one */
+/* Tokens per pass over a row: up to PAIR_MAX_TOKENS in one; but where they
+ * outgrow L1, passes of KT_BLOCKED over blocks of rows (ek_kq_row_block).
+ * kernel_ab, 2 threads, DRAM, 2048x6144: 8 tokens Q3_K 2.0x, Q2_K 2.4x, 5
+ * tokens 1.14x, 1.28x. Where they fit (6144x2048) one pass of 5 beat
+ * passes of 4 and 1 (those ran 0.80-0.88x), one of 8 lost to passes of 4
+ * (1.09-1.15x): left as one pass, the rule being the sizes. */
+enum { KT = 8, KT_BLOCKED = 4 };
 
 /* Lane i = 4L + s of a super-block's vectors: block 4h + s and group
  * 2 * block + e of it, with L = 2h + e. */
@@ -248,12 +254,16 @@ TARGET void ek_gemm_kquant_lowbit_avx512(float *y, int64_t ys, const ek_matrix *
     }
     const size_t rb = ek_row_bytes(w->dtype, w->cols);
     const char *row = (const char *)w->data + (size_t)r0 * rb;
-    for (int64_t r = r0; r < r1; r++, row += rb) {
-        if (nt >= EK_KQ_PREFETCH_MIN_TOKENS && r + 1 < r1)
-            for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + rb + o, _MM_HINT_T0);
-        else if (r + LB_AHEAD < r1)
-            for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + LB_AHEAD * rb + o, _MM_HINT_T1);
-        for (int t0 = 0; t0 < nt; t0 += KT) rows[nt - t0 < KT ? nt - t0 : KT](y, ys, row, r, &a, t0);
+    if (nt == 1) {
+        for (int64_t r = r0; r < r1; r++, row += rb) {
+            if (r + LB_AHEAD < r1)
+                for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + LB_AHEAD * rb + o, _MM_HINT_T1);
+            rows[1](y, ys, row, r, &a, 0);
+        }
+    } else {
+        const int kt = ek_kq_row_block(nt, KT_BLOCKED, w->cols, rb) > 1 ? KT_BLOCKED : KT;
+        for (ek_kq_walk k = ek_kq_walk_start(row, rb, r0, r1, nt, kt, w->cols); ek_kq_walk_next(&k);)
+            rows[k.T](y, ys, k.row, k.r, &a, k.t0);
     }
     free(a.q);
 }

@@ -292,14 +292,6 @@ ENGINE_OF(engine_q4_k, ET_Q4_K)
 ENGINE_OF(engine_q5_k, ET_Q5_K)
 ENGINE_OF(engine_iq4_xs, ET_IQ4_XS)
 
-/* The next row into L1 while this one computes: its lines arrive in time
- * for the first super-blocks, which hardware prefetch would reach late
- * when several tokens make a row slow (EK_KQ_PREFETCH_MIN_TOKENS). */
-static inline void prefetch_l1(const char *p, size_t bytes)
-{
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
-}
-
 int ek_kquant_sb32_avx512_covers(et_dtype dt) { return dt == ET_Q4_K || dt == ET_Q5_K || dt == ET_IQ4_XS; }
 
 TARGET void ek_gemm_kquant_sb32_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
@@ -324,10 +316,8 @@ TARGET void ek_gemm_kquant_sb32_avx512(float *y, int64_t ys, const ek_matrix *w,
             for (int i = 0; i < 4; i++) tot[i] = e->total(row + (size_t)i * rb, &a);
             _mm_storeu_ps(y + r, ek_reduce4_ps(tot));
         }
-    for (; r < r1; r++, row += rb) {
-        if (nt >= EK_KQ_PREFETCH_MIN_TOKENS && r + 1 < r1) prefetch_l1(row + rb, rb);
-        for (int t0 = 0; t0 < nt; t0 += KT) e->rows[nt - t0 < KT ? nt - t0 : KT](y, ys, row, r, &a, t0);
-    }
+    for (ek_kq_walk k = ek_kq_walk_start(row, rb, r, r1, nt, KT, w->cols); ek_kq_walk_next(&k);)
+        e->rows[k.T](y, ys, k.row, k.r, &a, k.t0);
     kq32_acts_free(&a);
 }
 

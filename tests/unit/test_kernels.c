@@ -383,6 +383,22 @@ static void iq4_nl_long_rows_and_row_spans(void)
             if (simd_case(sets[si], ET_IQ4_NL, cases[i].rows, EK_QBLOCK * cases[i].blocks, cases[i].tokens)) return;
 }
 
+/* K-quant rows longer than the sweep's, at 5-8 tokens: there several
+ * tokens' activations outgrow L1 and the engines with passes of fewer
+ * tokens run them over blocks of rows (ek_kq_row_block), 67 rows being
+ * several blocks and a partial one, split at odd rows as threads split. */
+static void kquant_row_blocks_of_several_passes(void)
+{
+    static const et_dtype types[] = {ET_Q2_K, ET_Q3_K, ET_Q4_K, ET_Q5_K, ET_Q6_K, ET_IQ4_XS};
+    static const int tokens_list[] = {5, 8};
+    const ek_kernel_set *sets[4];
+    int n_sets = simd_sets(sets);
+    for (int si = 0; si < n_sets; si++)
+        for (size_t d = 0; d < sizeof types / sizeof *types; d++)
+            for (size_t ti = 0; ti < sizeof tokens_list / sizeof *tokens_list; ti++)
+                if (simd_case(sets[si], types[d], 67, 24 * 256 /* 6144 columns */, tokens_list[ti])) return;
+}
+
 /* quantize_q8_0 of every SIMD set against the scalar one, byte for byte. */
 static int quantize_blocks_agree(const ek_kernel_set *k, const float *x, int64_t n_blocks,
                                  const char *what)
@@ -841,6 +857,7 @@ int main(void)
     RUN(simd_quantize_q8_0_is_bit_identical);
     RUN(simd_sets_match_scalar_twin);
     RUN(iq4_nl_long_rows_and_row_spans);
+    RUN(kquant_row_blocks_of_several_passes);
     RUN(rows8_layout_matches_row_layout);
     RUN(rope_rotates_leading_dims_only);
     RUN(softmax_and_activations);
