@@ -58,13 +58,11 @@
 #ifndef LB_AHEAD
 #define LB_AHEAD 8
 #endif
-/* Tokens per pass over a row: up to PAIR_MAX_TOKENS in one; but where they
- * outgrow L1, passes of KT_BLOCKED over blocks of rows (ek_kq_row_block).
- * kernel_ab, 2 threads, DRAM, 2048x6144: 8 tokens Q3_K 2.0x, Q2_K 2.4x, 5
- * tokens 1.14x, 1.28x. Where they fit (6144x2048) one pass of 5 beat
- * passes of 4 and 1 (those ran 0.80-0.88x), one of 8 lost to passes of 4
- * (1.09-1.15x): left as one pass, the rule being the sizes. */
-enum { KT = 8, KT_BLOCKED = 4 };
+/* Tokens per pass over a row: up to PAIR_MAX_TOKENS in one, unless their
+ * activations outgrow L1 (ek_kq_walk). Where they fit (6144x2048) one pass
+ * of 5 beat passes of 4 and 1 (those ran 0.80-0.88x); one of 8 lost to
+ * passes of 4 (1.09-1.15x), left so for one rule across the engines. */
+enum { KT = 8 };
 
 /* Lane i = 4L + s of a super-block's vectors: block 4h + s and group
  * 2 * block + e of it, with L = 2h + e. */
@@ -261,8 +259,7 @@ TARGET void ek_gemm_kquant_lowbit_avx512(float *y, int64_t ys, const ek_matrix *
             rows[1](y, ys, row, r, &a, 0);
         }
     } else {
-        const int kt = ek_kq_row_block(nt, KT_BLOCKED, w->cols, rb) > 1 ? KT_BLOCKED : KT;
-        for (ek_kq_walk k = ek_kq_walk_start(row, rb, r0, r1, nt, kt, w->cols); ek_kq_walk_next(&k);)
+        for (ek_kq_walk k = ek_kq_walk_start(row, rb, r0, r1, nt, KT, w->cols); ek_kq_walk_next(&k);)
             rows[k.T](y, ys, k.row, k.r, &a, k.t0);
     }
     free(a.q);

@@ -175,28 +175,31 @@ void ek_kq_acts_free(ek_kq_acts *a);
  * without them; the 1.7B Q4_K_M decode 29-34 -> 38-39 tok/s). */
 enum { EK_KQ_PREFETCH_MIN_TOKENS = 2 };
 
-/* Rows that an engine taking kt tokens per pass over a row runs pass by
- * pass, for nt tokens of rows rb bytes long over n columns. Once all the
- * tokens' activations (n bytes and two floats per 32 columns each) outgrow
- * L1, passes inside each row reload them from L2 row after row (8 tokens
- * of 6144 columns: 61 KiB); passes over a block of rows keep one pass's
- * activations in L1 while the block's rows (64 KiB) wait in L2. Measured
- * on the sb32 engine, Q4_K 2048x6144, 2 threads, weights from DRAM: 6
- * tokens 1.40x, 8 tokens 1.48x (Q6_K on the general one, 8 tokens: 1.06x);
- * unchanged at 6144x2048, where 8 tokens' activations fit L1. Returns 1
+/* Tokens per pass, and rows per block, where an engine runs its passes
+ * block of rows by block: once all the tokens' activations (n bytes and
+ * two floats per 32 columns each) outgrow L1, passes inside each row would
+ * reload them from L2 row after row (8 tokens of 6144 columns: 61 KiB);
+ * passes of up to EK_KQ_BLOCKED_KT tokens over a block of rows keep one
+ * pass's activations in L1 while the block's rows (64 KiB) wait in L2.
+ * Measured with kernel_ab, 2048x6144, 2 threads, weights from DRAM, against
+ * passes inside each row: Q4_K (passes of 4) 6 tokens 1.40x, 8 tokens
+ * 1.48x; Q6_K (passes of 6 before) 5-8 tokens 1.07-1.24x; Q2_K and Q3_K
+ * (one pass of up to 8 before) 5 tokens 1.14-1.28x, 8 tokens 1.8-2.4x.
+ * Unchanged at 6144x2048, where 8 tokens' activations fit L1. Returns 1
  * where a row should take all its passes before the next row. */
-static inline int64_t ek_kq_row_block(int nt, int kt, int64_t n, size_t rb)
+enum { EK_KQ_BLOCKED_KT = 4 };
+static inline int64_t ek_kq_row_block(int nt, int64_t n, size_t rb)
 {
     const size_t acts = (size_t)nt * (size_t)n * 5 / 4, l1 = 32 * 1024, block = 64 * 1024;
-    if (nt <= kt || acts <= l1) return 1;
+    if (nt <= EK_KQ_BLOCKED_KT || acts <= l1) return 1;
     return block / rb > 0 ? (int64_t)(block / rb) : 1;
 }
 
 #if defined(__x86_64__)
-/* The order in which an AVX-512 engine runs passes of up to kt tokens over
- * rows r0..r1 (rb bytes apart from `rows`, row r0's bytes): block by block
- * of ek_kq_row_block rows, pass by pass within a block, row by row within a
- * pass. From EK_KQ_PREFETCH_MIN_TOKENS tokens on, each step first fetches
+/* The order in which an AVX-512 engine runs passes of up to kt tokens (its
+ * most; EK_KQ_BLOCKED_KT at most over blocks) over rows r0..r1 (rb bytes
+ * apart from `rows`, row r0's bytes): block by block of ek_kq_row_block
+ * rows, pass by pass within a block, row by row within a pass. From EK_KQ_PREFETCH_MIN_TOKENS tokens on, each step first fetches
  * into L1 the row the next step reads (a row's successor as its first pass
  * starts, when rows take all their passes one after another). Use:
  *   for (ek_kq_walk k = ek_kq_walk_start(...); ek_kq_walk_next(&k);) run k.row, k.r, k.t0, k.T */
@@ -220,8 +223,8 @@ static inline ek_kq_walk ek_kq_walk_start(const char *rows, size_t rb, int64_t r
     k.r0 = k.b0 = r0;
     k.r1 = r1;
     k.nt = nt;
-    k.kt = kt;
-    k.block = ek_kq_row_block(nt, kt, n, rb);
+    k.block = ek_kq_row_block(nt, n, rb);
+    k.kt = k.block > 1 && kt > EK_KQ_BLOCKED_KT ? EK_KQ_BLOCKED_KT : kt;
     return k;
 }
 
