@@ -54,7 +54,10 @@
  * that the hardware prefetcher alone falls behind, unlike the other
  * engines' one-token decode (kquants_simd.h, EK_KQ_PREFETCH_MIN_TOKENS).
  * kernel_ab 1 token, 2 threads, DRAM: Q2_K 6144x2048 +12%, 2048x6144 +8%,
- * Q3_K +2% (8 rows ahead; 4 gave +8% on Q2_K). */
+ * Q3_K +2% (8 rows ahead; 4 gave +8% on Q2_K). The row's lines are fetched
+ * a super-block at a time, inside its loop: all of a 6144-column row's 42
+ * lines at its start stalled there (the misses outnumber the buffers that
+ * track them), against that Q3_K 2048x6144 +19-22%, the rest within noise. */
 #ifndef LB_AHEAD
 #define LB_AHEAD 8
 #endif
@@ -194,15 +197,21 @@ INLINE void unpack_q3(const ek_block_q3_k *b, lb_unpacked *u)
 /* ---- the engine -------------------------------------------------------------- */
 
 /* Tokens t0..t0+T-1 of row r: per token one float accumulator (and Q2_K's
- * correction), the integer dot of a super-block started at Q3_K's offset. */
+ * correction), the integer dot of a super-block started at Q3_K's offset.
+ * `ahead`, if not NULL, is the row whose lines to fetch meanwhile. */
 INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row, int64_t r, const lb_acts *a,
-                       int t0, const int T)
+                       int t0, const int T, const char *ahead)
 {
+    const size_t sb_bytes = dt == ET_Q2_K ? sizeof(ek_block_q2_k) : sizeof(ek_block_q3_k);
     __m512 acc[KT], cor[KT];
     _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[t] = cor[t] = _mm512_setzero_ps();
     const int64_t nb = a->n / EK_QK_K;
     for (int64_t b = 0; b < nb; b++) {
         lb_unpacked u;
+        if (ahead) { /* both lines the super-block LB_AHEAD rows on can touch */
+            _mm_prefetch(ahead + (size_t)b * sb_bytes, _MM_HINT_T1);
+            _mm_prefetch(ahead + (size_t)b * sb_bytes + 63, _MM_HINT_T1);
+        }
         if (dt == ET_Q2_K)
             unpack_q2((const ek_block_q2_k *)row + b, &u);
         else
@@ -226,11 +235,12 @@ INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row,
 
 /* One function per type and token count: the unpacker inlined, the
  * accumulators in registers. */
-typedef void (*row_fn)(float *, int64_t, const char *, int64_t, const lb_acts *, int);
+typedef void (*row_fn)(float *, int64_t, const char *, int64_t, const lb_acts *, int, const char *);
 #define ROW_FN(P, DT, T)                                                                                   \
-    static TARGET void P##_##T(float *y, int64_t ys, const char *row, int64_t r, const lb_acts *a, int t0) \
+    static TARGET void P##_##T(float *y, int64_t ys, const char *row, int64_t r, const lb_acts *a, int t0, \
+                               const char *ahead)                                                          \
     {                                                                                                      \
-        row_tokens(y, ys, DT, row, r, a, t0, T);                                                           \
+        row_tokens(y, ys, DT, row, r, a, t0, T, ahead);                                                    \
     }
 #define ROWS_OF(P, DT)                                                                                     \
     ROW_FN(P, DT, 1) ROW_FN(P, DT, 2) ROW_FN(P, DT, 3) ROW_FN(P, DT, 4)                                    \
@@ -253,14 +263,11 @@ TARGET void ek_gemm_kquant_lowbit_avx512(float *y, int64_t ys, const ek_matrix *
     const size_t rb = ek_row_bytes(w->dtype, w->cols);
     const char *row = (const char *)w->data + (size_t)r0 * rb;
     if (nt == 1) {
-        for (int64_t r = r0; r < r1; r++, row += rb) {
-            if (r + LB_AHEAD < r1)
-                for (size_t o = 0; o < rb; o += 64) _mm_prefetch(row + LB_AHEAD * rb + o, _MM_HINT_T1);
-            rows[1](y, ys, row, r, &a, 0);
-        }
+        for (int64_t r = r0; r < r1; r++, row += rb)
+            rows[1](y, ys, row, r, &a, 0, r + LB_AHEAD < r1 ? row + LB_AHEAD * rb : NULL);
     } else {
         for (ek_kq_walk k = ek_kq_walk_start(row, rb, r0, r1, nt, KT, w->cols); ek_kq_walk_next(&k);)
-            rows[k.T](y, ys, k.row, k.r, &a, k.t0);
+            rows[k.T](y, ys, k.row, k.r, &a, k.t0, NULL);
     }
     free(a.q);
 }
