@@ -112,9 +112,12 @@ static void kq_acts_free(kq_acts *a)
 /* ---- the engine -------------------------------------------------------------- */
 
 /* Two accumulator chains per token (one per pair of weight vectors), so
- * that consecutive super-blocks' fmas do not wait on each other. */
-INLINE void row_totals(__m512 *tot, et_dtype dt, const char *row, const kq_acts *a, int t0, const int T)
+ * that consecutive super-blocks' fmas do not wait on each other. `ahead`,
+ * if not NULL, is the row to fetch meanwhile (ek_kq_prefetch_ahead). */
+INLINE void row_totals(__m512 *tot, et_dtype dt, const char *row, const kq_acts *a, int t0, const int T,
+                       const char *ahead)
 {
+    const size_t sb_bytes = ek_row_bytes(dt, EK_QK_K);
     const __m512i g0 = LANES(GROUP_OF), g1 = _mm512_add_epi32(g0, _mm512_set1_epi32(8));
     __m512 acc[KT][2], cor[KT];
     _Pragma("GCC unroll 6") for (int t = 0; t < T; t++) {
@@ -123,6 +126,7 @@ INLINE void row_totals(__m512 *tot, et_dtype dt, const char *row, const kq_acts 
     const int64_t nb = a->n / EK_QK_K, groups = a->n / 16;
     for (int64_t b = 0; b < nb; b++) {
         kq_unpacked u;
+        if (ahead) ek_kq_prefetch_ahead(ahead, sb_bytes, b);
         unpack(dt, row, b, &u);
         __m512i w[4];
         pair_halves(u.w[0], u.w[1], w);
@@ -150,7 +154,7 @@ INLINE void row_tokens(float *y, int64_t ys, et_dtype dt, const char *row, int64
                        const int T)
 {
     __m512 tot[KT];
-    row_totals(tot, dt, row, a, t0, T);
+    row_totals(tot, dt, row, a, t0, T, NULL);
     for (int t = 0; t < T; t++) y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(tot[t]);
 }
 
@@ -159,10 +163,10 @@ INLINE void row_tokens(float *y, int64_t ys, et_dtype dt, const char *row, int64
  * and summing each alone was ~7% of its time (Q6_K, one row in L1: 4.32
  * ns a super-block, 4.04 without the sum). The same code for every row, so
  * the loads keep one instruction address each as the rows stream. */
-static TARGET __m512 row_total_1(et_dtype dt, const char *row, const kq_acts *a)
+static TARGET __m512 row_total_1(et_dtype dt, const char *row, const kq_acts *a, const char *ahead)
 {
     __m512 tot;
-    row_totals(&tot, dt, row, a, 0, 1);
+    row_totals(&tot, dt, row, a, 0, 1, ahead);
     return tot;
 }
 
@@ -200,8 +204,10 @@ TARGET void ek_gemm_kquant_avx512(float *y, int64_t ys, const ek_matrix *w, int6
     if (nt == 1)
         for (; r + 4 <= r1; r += 4) {
             __m512 tot[4];
-            for (int i = 0; i < 4; i++)
-                tot[i] = row_total_1(w->dtype, (const char *)w->data + (size_t)(r + i) * rb, &a);
+            for (int i = 0; i < 4; i++) {
+                const char *row = (const char *)w->data + (size_t)(r + i) * rb;
+                tot[i] = row_total_1(w->dtype, row, &a, ek_kq_decode_ahead(row, rb, r + i, r1));
+            }
             _mm_storeu_ps(y + r, ek_reduce4_ps(tot));
         }
     for (ek_kq_walk k = ek_kq_walk_start((const char *)w->data + (size_t)r * rb, rb, r, r1, nt, KT, w->cols);

@@ -49,18 +49,11 @@
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) TARGET
 
-/* One token: rows LB_AHEAD on are fetched into L2 as each row computes.
- * These rows are short (84-110 bytes per 256 weights) and go fast enough
- * that the hardware prefetcher alone falls behind, unlike the other
- * engines' one-token decode (kquants_simd.h, EK_KQ_PREFETCH_MIN_TOKENS).
- * kernel_ab 1 token, 2 threads, DRAM: Q2_K 6144x2048 +12%, 2048x6144 +8%,
- * Q3_K +2% (8 rows ahead; 4 gave +8% on Q2_K). The row's lines are fetched
- * a super-block at a time, inside its loop: all of a 6144-column row's 42
- * lines at its start stalled there (the misses outnumber the buffers that
- * track them), against that Q3_K 2048x6144 +19-22%, the rest within noise. */
-#ifndef LB_AHEAD
-#define LB_AHEAD 8
-#endif
+/* One token: the row EK_KQ_DECODE_AHEAD rows on is fetched into L2 as each
+ * row computes (kquants_simd.h). Here the hardware prefetcher alone falls
+ * behind: these rows are short (84-110 bytes per 256 weights) and go fast.
+ * kernel_ab 1 token, 2 threads, DRAM, against none: Q2_K 6144x2048 +12%,
+ * 2048x6144 +8%, Q3_K +2% (8 rows ahead; 4 gave +8% on Q2_K). */
 /* Tokens per pass over a row: up to PAIR_MAX_TOKENS in one, unless their
  * activations outgrow L1 (ek_kq_walk). Where they fit (6144x2048) one pass
  * of 5 beat passes of 4 and 1 (those ran 0.80-0.88x); one of 8 lost to
@@ -208,10 +201,7 @@ INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row,
     const int64_t nb = a->n / EK_QK_K;
     for (int64_t b = 0; b < nb; b++) {
         lb_unpacked u;
-        if (ahead) { /* both lines the super-block LB_AHEAD rows on can touch */
-            _mm_prefetch(ahead + (size_t)b * sb_bytes, _MM_HINT_T1);
-            _mm_prefetch(ahead + (size_t)b * sb_bytes + 63, _MM_HINT_T1);
-        }
+        if (ahead) ek_kq_prefetch_ahead(ahead, sb_bytes, b);
         if (dt == ET_Q2_K)
             unpack_q2((const ek_block_q2_k *)row + b, &u);
         else
@@ -264,7 +254,7 @@ TARGET void ek_gemm_kquant_lowbit_avx512(float *y, int64_t ys, const ek_matrix *
     const char *row = (const char *)w->data + (size_t)r0 * rb;
     if (nt == 1) {
         for (int64_t r = r0; r < r1; r++, row += rb)
-            rows[1](y, ys, row, r, &a, 0, r + LB_AHEAD < r1 ? row + LB_AHEAD * rb : NULL);
+            rows[1](y, ys, row, r, &a, 0, ek_kq_decode_ahead(row, rb, r, r1));
     } else {
         for (ek_kq_walk k = ek_kq_walk_start(row, rb, r0, r1, nt, KT, w->cols); ek_kq_walk_next(&k);)
             rows[k.T](y, ys, k.row, k.r, &a, k.t0, NULL);

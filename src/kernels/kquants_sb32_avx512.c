@@ -210,9 +210,13 @@ INLINE void unpack32(const et_dtype dt, const char *row, int64_t b, kq32_unpacke
 /* Tokens t0..t0+T-1 of a row, each token's lanes left unsummed in tot[t].
  * Per token two accumulators (one per pair of vectors) so that consecutive
  * super-blocks' fmas do not wait on each other, and the corrections in
- * eight lanes, subtracted from the low eight at the end. */
-INLINE void row_totals(__m512 *tot, const et_dtype dt, const char *row, const kq32_acts *a, int t0, const int T)
+ * eight lanes, subtracted from the low eight at the end. `ahead`, if not
+ * NULL, is the row to fetch meanwhile (ek_kq_prefetch_ahead). */
+INLINE void row_totals(__m512 *tot, const et_dtype dt, const char *row, const kq32_acts *a, int t0, const int T,
+                       const char *ahead)
 {
+    const size_t sb_bytes = dt == ET_Q4_K ? sizeof(ek_block_q4_k) : dt == ET_Q5_K ? sizeof(ek_block_q5_k)
+                                                                                  : sizeof(ek_block_iq4_xs);
     const __m512i sb0 = dt == ET_IQ4_XS ? LANES(IQ4_SB0) : LANES(Q45_SB0);
     const __m512i sb1 = dt == ET_IQ4_XS ? LANES(IQ4_SB1) : LANES(Q45_SB1);
     __m512 acc[KT][2];
@@ -224,6 +228,7 @@ INLINE void row_totals(__m512 *tot, const et_dtype dt, const char *row, const kq
     const int64_t nb = a->n / EK_QK_K, blocks = a->n / EK_QBLOCK;
     for (int64_t b = 0; b < nb; b++) {
         kq32_unpacked u;
+        if (ahead) ek_kq_prefetch_ahead(ahead, sb_bytes, b);
         unpack32(dt, row, b, &u);
         _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
             const size_t o = (size_t)(t0 + t) * (size_t)blocks + 8 * (size_t)b;
@@ -247,7 +252,7 @@ INLINE void row_tokens(float *y, int64_t ys, const et_dtype dt, const char *row,
                        int t0, const int T)
 {
     __m512 tot[KT];
-    row_totals(tot, dt, row, a, t0, T);
+    row_totals(tot, dt, row, a, t0, T, NULL);
     for (int t = 0; t < T; t++) y[(t0 + t) * ys + r] = _mm512_reduce_add_ps(tot[t]);
 }
 
@@ -268,13 +273,13 @@ typedef void (*row_fn)(float *, int64_t, const char *, int64_t, const kq32_acts 
  * address each as the rows stream (four copies ran at 0.6-0.75x, kernel_ab
  * Q4_K 1 token, DRAM). */
 #define TOTAL_FN(NAME, DT)                                                                                 \
-    static TARGET __m512 NAME(const char *row, const kq32_acts *a)                                         \
+    static TARGET __m512 NAME(const char *row, const kq32_acts *a, const char *ahead)                      \
     {                                                                                                      \
         __m512 tot;                                                                                        \
-        row_totals(&tot, DT, row, a, 0, 1);                                                                \
+        row_totals(&tot, DT, row, a, 0, 1, ahead);                                                         \
         return tot;                                                                                        \
     }
-typedef __m512 (*total_fn)(const char *, const kq32_acts *);
+typedef __m512 (*total_fn)(const char *, const kq32_acts *, const char *);
 
 /* A type's engine: its rows of 1..KT tokens, and its one-token row totals. */
 typedef struct sb32_engine {
@@ -313,7 +318,8 @@ TARGET void ek_gemm_kquant_sb32_avx512(float *y, int64_t ys, const ek_matrix *w,
     if (nt == 1)
         for (; r + 4 <= r1; r += 4, row += 4 * rb) {
             __m512 tot[4];
-            for (int i = 0; i < 4; i++) tot[i] = e->total(row + (size_t)i * rb, &a);
+            for (int i = 0; i < 4; i++)
+                tot[i] = e->total(row + (size_t)i * rb, &a, ek_kq_decode_ahead(row + (size_t)i * rb, rb, r + i, r1));
             _mm_storeu_ps(y + r, ek_reduce4_ps(tot));
         }
     for (ek_kq_walk k = ek_kq_walk_start(row, rb, r, r1, nt, KT, w->cols); ek_kq_walk_next(&k);)
