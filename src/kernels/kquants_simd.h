@@ -180,9 +180,10 @@ enum { EK_KQ_PREFETCH_MIN_TOKENS = 2 };
  * spread so, the fetches overlap the row's work instead of stalling at its
  * start with more misses than the core tracks (the L1 fetch of a whole
  * successor row above, or of a 6144-column row 8 rows on, did). kernel_ab
- * 1 token, 2 threads, weights from DRAM, against none (medians of 2-3
- * runs): Q4_K 1.08x, IQ4_XS 1.06x, Q5_K 1.0x; against the whole row at its
- * start: Q3_K 2048x6144 1.19-1.22x. */
+ * 1 token, 2 threads, weights from DRAM, against none (medians of 2-4
+ * runs): Q6_K 1.05x, Q4_K 1.08x, IQ4_XS 1.06x, Q5_K 1.0x; against the whole
+ * row at its start: Q3_K 2048x6144 1.19-1.22x. 4 and 16 rows ahead did no
+ * better. The 1.7B Q4_K_M decode stayed where it was (46.9 vs 47.5 tok/s). */
 enum { EK_KQ_DECODE_AHEAD = 8 };
 
 /* Tokens per pass, and rows per block, where an engine runs its passes
