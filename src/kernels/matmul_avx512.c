@@ -26,7 +26,8 @@
  *    vector 4 rows), and no horizontal reduction is ever needed. Above
  *    PAIR_MAX_TOKENS tokens, in the row layout and in the rows8 layout the
  *    loader repacks Q8_0/Q4_0 into (rows8.h; there 8 rows x 32 tokens a
- *    tile) where the CPU runs 512-bit vpdpbusd at full width.
+ *    tile), on every AVX-512 core: where 512-bit vpdpbusd runs in halves
+ *    (Zen 4) these tiles still beat 256-bit ones (gemm_q_r8).
  *
  * vpdpbusd multiplies unsigned by signed bytes. The activations stay signed;
  * the weights are made unsigned by an offset (Q8_0: w + 128 via xor 0x80;
@@ -777,7 +778,13 @@ static TARGET void gemm_q(float *y, int64_t ys, const ek_matrix *w, int64_t r0, 
  * token-major tiles as the row layout, reading each row's dwords where
  * rows8 puts them. Measured on Zen 5 (1.7B shapes 6144x2048, 2048x6144,
  * 2560x2048, 128 tokens, one thread, in one process alternating): the
- * interleaved 256-bit tiles 285-311 GOP/s, these 408-581. */
+ * interleaved 256-bit tiles 285-311 GOP/s, these 408-581. On Zen 4, whose
+ * 512-bit vpdpbusd runs as two halves, they still win (bench/prefill_gemm,
+ * 6144x2048 and 2048x6144, one thread, alternating: Q4_0 128 tokens 281-311
+ * vs 228-293 GOP/s, Q8_0 324-340 vs 220-307; 4, 8 and 32 tokens 1.03-1.4x;
+ * 16 equal) and the 1.7B prefill of 512 tokens runs 1.17x (q8_0) and 1.19x
+ * (q4_0) the 256-bit tiles': fewer instructions per int8 operation, and
+ * the token-major tiles' activations prepared once per chunk. */
 static TARGET void gemm_q_r8(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                              const void *x, size_t xs, int nt, int q4)
 {
@@ -973,46 +980,34 @@ TARGET static void axpy_f32_avx512(float *y, float a, const float *x, int64_t n)
 
 #define GEMM_PREP_KQ ek_gemm_kquant_prefill_prepared_avx512
 
-/* The two avx512 sets differ only in the interleaved layout's prefill: the
- * 512-bit token-major tiles where the CPU runs 512-bit vpdpbusd at full
- * width, the 256-bit interleaved tiles where it splits them in halves
- * (ek_cpu_zmm_full_width measures which). */
-#define AVX512_SET(NAME, GEMM_R8_Q8_0, GEMM_R8_Q4_0, PREP_R8_Q8_0, PREP_R8_Q4_0)              \
-    static const ek_kernel_set NAME = {                                                       \
-        "avx512",                                                                             \
-        {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                     \
-         [ET_Q8_0] = gemm_q8_0, [ET_Q4_0] = gemm_q4_0,                                        \
-         [ET_Q2_K] = gemm_kq, [ET_Q3_K] = gemm_kq, [ET_Q4_K] = gemm_kq, [ET_Q5_K] = gemm_kq,  \
-         [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = gemm_iq4_nl},             \
-        quantize_q8_0,                                                                        \
-        dot_f32_avx512,                                                                       \
-        axpy_f32_avx512,                                                                      \
-        ek_attn_scores_avx512,                                                                \
-        ek_attn_accum_avx512,                                                                 \
-        ek_exp_sum_avx512,                                                                    \
-        ek_glu_avx512,                                                                        \
-        {[ET_F16] = ek_f16_to_f32_avx512, [ET_BF16] = ek_bf16_to_f32_avx512,                  \
-         [ET_Q8_0] = ek_q8_0_to_f32_avx512},                                                  \
-        {[EK_CONV_F32] = ek_conv_f32_avx512, [EK_CONV_BF16] = ek_conv_bf16_avx512,            \
-         [EK_CONV_F16] = ek_conv_f16_avx512},                                                 \
-        ek_snake_avx512,                                                                      \
-        {[ET_Q8_0] = GEMM_R8_Q8_0, [ET_Q4_0] = GEMM_R8_Q4_0},                                 \
-        {[ET_Q8_0] = &prepared_q, [ET_Q4_0] = &prepared_q, [ET_Q2_K] = &prepared_kq,           \
-         [ET_Q3_K] = &prepared_kq, [ET_Q4_K] = &prepared_kq, [ET_Q5_K] = &prepared_kq,         \
-         [ET_Q6_K] = &prepared_kq, [ET_IQ4_XS] = &prepared_kq},                               \
-        {[ET_Q8_0] = gemm_prepared_q8_0, [ET_Q4_0] = gemm_prepared_q4_0,                      \
-         [ET_Q2_K] = GEMM_PREP_KQ, [ET_Q3_K] = GEMM_PREP_KQ, [ET_Q4_K] = GEMM_PREP_KQ,         \
-         [ET_Q5_K] = GEMM_PREP_KQ, [ET_Q6_K] = GEMM_PREP_KQ, [ET_IQ4_XS] = GEMM_PREP_KQ},      \
-        {[ET_Q8_0] = PREP_R8_Q8_0, [ET_Q4_0] = PREP_R8_Q4_0},                                 \
-    };
-AVX512_SET(avx512_set, gemm_r8_q8_0, gemm_r8_q4_0, gemm_prepared_r8_q8_0, gemm_prepared_r8_q4_0)
-/* (the split set's interleaved prefill tiles take the Q8_0 rows as they are) */
-AVX512_SET(avx512_split_set, ek_gemm_rows8_q8_0_avx512, ek_gemm_rows8_q4_0_avx512, NULL, NULL)
+static const ek_kernel_set avx512_set = {
+    "avx512",
+    {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
+     [ET_Q4_0] = gemm_q4_0, [ET_Q2_K] = gemm_kq, [ET_Q3_K] = gemm_kq, [ET_Q4_K] = gemm_kq,
+     [ET_Q5_K] = gemm_kq, [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = gemm_iq4_nl},
+    quantize_q8_0,
+    dot_f32_avx512,
+    axpy_f32_avx512,
+    ek_attn_scores_avx512,
+    ek_attn_accum_avx512,
+    ek_exp_sum_avx512,
+    ek_glu_avx512,
+    {[ET_F16] = ek_f16_to_f32_avx512, [ET_BF16] = ek_bf16_to_f32_avx512,
+     [ET_Q8_0] = ek_q8_0_to_f32_avx512},
+    {[EK_CONV_F32] = ek_conv_f32_avx512, [EK_CONV_BF16] = ek_conv_bf16_avx512,
+     [EK_CONV_F16] = ek_conv_f16_avx512},
+    ek_snake_avx512,
+    {[ET_Q8_0] = gemm_r8_q8_0, [ET_Q4_0] = gemm_r8_q4_0},
+    {[ET_Q8_0] = &prepared_q, [ET_Q4_0] = &prepared_q, [ET_Q2_K] = &prepared_kq,
+     [ET_Q3_K] = &prepared_kq, [ET_Q4_K] = &prepared_kq, [ET_Q5_K] = &prepared_kq,
+     [ET_Q6_K] = &prepared_kq, [ET_IQ4_XS] = &prepared_kq},
+    {[ET_Q8_0] = gemm_prepared_q8_0, [ET_Q4_0] = gemm_prepared_q4_0,
+     [ET_Q2_K] = GEMM_PREP_KQ, [ET_Q3_K] = GEMM_PREP_KQ, [ET_Q4_K] = GEMM_PREP_KQ,
+     [ET_Q5_K] = GEMM_PREP_KQ, [ET_Q6_K] = GEMM_PREP_KQ, [ET_IQ4_XS] = GEMM_PREP_KQ},
+    {[ET_Q8_0] = gemm_prepared_r8_q8_0, [ET_Q4_0] = gemm_prepared_r8_q4_0},
+};
 
-const ek_kernel_set *ek_kernels_avx512(void)
-{
-    return ek_cpu_zmm_full_width() ? &avx512_set : &avx512_split_set;
-}
+const ek_kernel_set *ek_kernels_avx512(void) { return &avx512_set; }
 
 #else /* not x86-64 */
 const ek_kernel_set *ek_kernels_avx512(void) { return NULL; }

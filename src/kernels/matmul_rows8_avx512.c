@@ -17,11 +17,10 @@
  * Up to 8 tokens (decode, a server's batched step) a thread walks its groups
  * one after the other, whole rows at a time: one sequential stream, which
  * the hardware prefetcher follows at full speed; the tokens go two at a time
- * over each group while it sits in L1. More tokens (prefill) walk panels of
- * 4 groups in chunks of blocks that fit L1, two tokens per tile, each weight
- * vector serving 8 dot products; that path serves CPUs that split 512-bit
- * operations in halves (Zen 4), while full-width ones take matmul_avx512.c's
- * 512-bit token-major tiles for prefill (ek_cpu_zmm_full_width).
+ * over each group while it sits in L1. The avx512 set takes this path for
+ * one token; 2..8 take the zmm form below (this one where their activation
+ * table would not fit it), and prefill matmul_avx512.c's 512-bit
+ * token-major tiles.
  * 256-bit vectors: on Zen 4, 512-bit operations run as two halves, and
  * 256 bits keep the same code valid for a future AVX-VNNI (VEX) set. */
 #include "kernels/rows8.h"
@@ -45,9 +44,9 @@ typedef struct r8_act {
 
 /* The table holds this many (token, block) entries: 32 KiB on the stack. */
 enum { R8_ACT_MAX = 4096 };
-/* Groups per panel for many tokens (32 rows), tokens per tile, and the
- * token count up to which groups go one at a time. */
-enum { R8_G = 4, R8_T = 2, R8_FEW_TOKENS = 8 };
+/* Groups side by side when tokens do not go one group at a time (32 rows),
+ * and tokens per tile. */
+enum { R8_G = 4, R8_T = 2 };
 
 static TARGET void fill_act(r8_act *act, int kc, const char *x, size_t xs, int nt, int64_t b0,
                             int64_t nb, int q4)
@@ -201,10 +200,8 @@ static const r8_tile_fn r8_tiles[2][2][2] = {
  * 2048x6144, Q8_0 and Q4_0, 2 threads: with it 0.69-0.93 of a plain read,
  * without it 0.94-1.00); T0, NTA and half the distance were no better. */
 
-/* Blocks per chunk when many tokens pass over the weights: a panel of 4
- * groups x KC blocks (~17 KiB) stays in L1 while every token tile reads it. */
-#define R8_KC_BYTES 17408
-
+/* 1..8 tokens: whole rows (1-2 tokens one group at a time,
+ * 3..8 four side by side), in chunks of blocks whose activation table fits. */
 static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                               const void *xv, size_t xs, int nt, int q4)
 {
@@ -214,35 +211,18 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
     const size_t gbytes = EK_ROWS8 * ek_row_bytes(w->dtype, w->cols);
     const size_t bs = EK_ROWS8_SCALES + ek_rows8_block_quants(w->dtype);
     const uint8_t *data = w->data;
-    /* Few tokens: whole rows (1-2 tokens one group at a time, 3..8 four
-     * side by side). Many: panels of R8_G groups over chunks of blocks that
-     * fit L1. */
-    const int few = nt <= R8_FEW_TOKENS;
-    int64_t kc;
-    int tp;
-    if (few) {
-        kc = nbt < R8_ACT_MAX / nt ? nbt : R8_ACT_MAX / nt;
-        tp = nt;
-    } else {
-        kc = (int64_t)(R8_KC_BYTES / (R8_G * bs));
-        kc = kc < 4 ? 4 : kc > nbt ? nbt : kc;
-        tp = (int)(R8_ACT_MAX / kc);
-    }
-    for (int t0 = 0; t0 < nt; t0 += tp) {
-        const int T = nt - t0 < tp ? nt - t0 : tp;
-        for (int64_t b0 = 0; b0 < nbt; b0 += kc) {
-            const int64_t nb = nbt - b0 < kc ? nbt - b0 : kc;
-            fill_act(act, (int)kc, x + (size_t)t0 * xs, xs, T, b0, nb, q4);
-            for (int64_t r = r0; r < r1;) {
-                const int G = nt > R8_STREAM_TOKENS && r1 - r >= 8 * R8_G ? R8_G : 1;
-                const uint8_t *wb = data + (size_t)(r / EK_ROWS8) * gbytes + (size_t)b0 * bs;
-                for (int t = 0; t < T; t += R8_T)
-                    r8_tiles[q4][G == R8_G][T - t >= 2](
-                        y + (int64_t)(t0 + t) * ys + r, ys, wb, gbytes, act + t * kc, (int)kc,
-                        x + (size_t)(t0 + t) * xs + (size_t)b0 * sizeof(ek_block_q8_0), xs, nb,
-                        b0 > 0);
-                r += 8 * G;
-            }
+    const int64_t kc = nbt < R8_ACT_MAX / nt ? nbt : R8_ACT_MAX / nt;
+    for (int64_t b0 = 0; b0 < nbt; b0 += kc) {
+        const int64_t nb = nbt - b0 < kc ? nbt - b0 : kc;
+        fill_act(act, (int)kc, x, xs, nt, b0, nb, q4);
+        for (int64_t r = r0; r < r1;) {
+            const int G = nt > R8_STREAM_TOKENS && r1 - r >= 8 * R8_G ? R8_G : 1;
+            const uint8_t *wb = data + (size_t)(r / EK_ROWS8) * gbytes + (size_t)b0 * bs;
+            for (int t = 0; t < nt; t += R8_T)
+                r8_tiles[q4][G == R8_G][nt - t >= 2](
+                    y + (int64_t)t * ys + r, ys, wb, gbytes, act + t * kc, (int)kc,
+                    x + (size_t)t * xs + (size_t)b0 * sizeof(ek_block_q8_0), xs, nb, b0 > 0);
+            r += 8 * G;
         }
     }
 }
@@ -250,13 +230,14 @@ static TARGET void gemm_rows8(float *y, int64_t ys, const ek_matrix *w, int64_t 
 /* ---- a few tokens at full 512-bit width ----------------------------------
  *
  * 2..8 tokens (a server's batched decode step, a speculative verify) are
- * bound by the vector operations, not by memory, once the CPU has full-width
- * 512-bit datapaths (ek_cpu_zmm_full_width): there two groups' vector k
+ * bound by the vector operations, not by memory: two groups' vector k
  * (16 rows' dword k) join in one zmm, and a token's dword k broadcast from
  * memory (vpdpbusd's m32bcst operand) meets 16 rows per instruction: half
  * the instructions of the 256-bit tiles above for the dot products, and the
  * weights' joining (and Q4_0's nibble masks) are shared by every token
  * (a pass of 8 tokens measured 1.15-1.3x passes of 4 at 5 and 8 tokens).
+ * Even where 512-bit operations run as two halves (Zen 4) this beats the
+ * 256-bit tiles: 4 and 8 tokens of 6144x2048, one thread, 1.03-1.4x.
  * Per block and token: 8 vpdpbusd in two chains, then one conversion and
  * one multiply-add into 16 fp32 row sums. */
 enum { Z_TOKENS = 8 }; /* tokens per pass over a pair of groups: every few-token step */

@@ -70,14 +70,14 @@ void ek_gemm_rows8_q8_0_scalar(float *y, int64_t ys, const ek_matrix *w, int64_t
 void ek_gemm_rows8_q4_0_scalar(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                                const void *x, size_t xs, int nt);
 
-/* The avx512 set's (matmul_rows8_avx512.c): AVX-512 VL + VNNI, F16C. */
+/* The avx512 set's few-token forms (matmul_rows8_avx512.c; AVX-512 VL +
+ * VNNI, F16C), for 1..8 tokens: prefill takes the set's token-major tiles.
+ * 256-bit vectors, one group streaming at a time for one token: */
 void ek_gemm_rows8_q8_0_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                                const void *x, size_t xs, int nt);
 void ek_gemm_rows8_q4_0_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
                                const void *x, size_t xs, int nt);
-/* The same for a few tokens (2..8) where 512-bit operations run at full
- * width: two groups per zmm (any token count is correct; others go to the
- * above). */
+/* 2..8 tokens: two groups per zmm. */
 void ek_gemm_rows8_q8_0_avx512_zmm(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
                                    int64_t r1, const void *x, size_t xs, int nt);
 void ek_gemm_rows8_q4_0_avx512_zmm(float *y, int64_t ys, const ek_matrix *w, int64_t r0,
