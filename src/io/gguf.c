@@ -258,6 +258,16 @@ static ember_status rd_value(cursor *c, const char *key, gguf_value *v)
 
 /* ---- tensors ----------------------------------------------------------------- */
 
+/* The format table's names, for the message about a type ember lacks. */
+static const char *readable_types(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < ET_DTYPE_COUNT && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", d ? ", " : "", ek_format_of((et_dtype)d)->name);
+    return buf;
+}
+
 static ember_status rd_tensor_info(cursor *c, size_t index, gguf_tensor *t)
 {
     ember_status st;
@@ -274,11 +284,13 @@ static ember_status rd_tensor_info(cursor *c, size_t index, gguf_tensor *t)
     if ((st = rd_u64(c, &t->offset, "tensor offset"))) return st;
     t->ggml_type = type;
     const ek_format *f = ek_format_by_ggml_type(type);
-    if (!f)
+    if (!f) {
+        char names[256];
         return ember_fail(EMBER_ERR_UNSUPPORTED,
                           "%s: tensor '%s' has ggml type %u (%s), which ember does not read "
-                          "(it reads f32, f16, bf16, q8_0 and q4_0)", c->label, t->name, type,
-                          ggml_type_name(type));
+                          "(it reads %s)", c->label, t->name, type, ggml_type_name(type),
+                          readable_types(names, sizeof names));
+    }
     t->dtype = f->dtype;
     if (t->ne[0] % (uint64_t)f->block)
         return ember_fail(EMBER_ERR_FORMAT,
