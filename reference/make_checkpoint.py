@@ -222,11 +222,13 @@ def main():
     ap.add_argument("--hidden", type=int, default=None, help="hidden_size (e.g. a multiple of 256 for K-quants)")
     ap.add_argument("--intermediate", type=int, default=None, help="intermediate_size")
     ap.add_argument("--head-dim", type=int, default=None, help="head_dim")
+    ap.add_argument("--kv-heads", type=int, default=None,
+                    help="num_key_value_heads (a divisor of the preset's num_attention_heads)")
     a = ap.parse_args()
     dtype = a.dtype or DEFAULT_DTYPE[a.preset]
     t0 = time.time()
     sizes = {k: v for k, v in (("hidden_size", a.hidden), ("intermediate_size", a.intermediate),
-                               ("head_dim", a.head_dim)) if v}
+                               ("head_dim", a.head_dim), ("num_key_value_heads", a.kv_heads)) if v}
     cfg = build_config(a.preset, dtype, a.layers, a.vocab, a.untied, a.attention_bias,
                        a.mlp_bias, a.gate_mode, **sizes)
     total, nfiles = write_checkpoint(cfg, a.out, dtype, a.shards, a.seed)

@@ -75,15 +75,19 @@ const char *quant_mix_names(void)
  * every third one in between. */
 static bool more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-static et_dtype rule_type(const quant_mix *m, qm_role role, int i, int n, bool tied)
+static et_dtype rule_type(const quant_mix *m, qm_role role, int i, const qm_model *mm)
 {
     mix_rules r = m->rules;
-    if (role == QM_OUTPUT || (tied && role == QM_TOKEN_EMBD)) return ET_Q6_K;
+    const int n = mm->n_layers;
+    if (role == QM_OUTPUT || (mm->tied && role == QM_TOKEN_EMBD)) return ET_Q6_K;
     switch (role) {
-    case QM_ATTN_QKV:
-        if (r == R_Q3_K_M || r == R_Q3_K_L) return ET_Q4_K;
-        if (r == R_Q4_K_M) return ET_Q5_K;
-        if (r == R_Q5_K_M) return ET_Q6_K;
+    case QM_ATTN_QKV: /* llama.cpp's attn_v rules (quant_mix.h) */
+        if (r == R_Q2_K) return mm->n_gqa >= 4 ? ET_Q4_K : ET_Q3_K;
+        if (r == R_Q3_K_M) return i < 2 ? ET_Q5_K : ET_Q4_K;
+        if (r == R_Q3_K_L) return ET_Q5_K;
+        if (r == R_IQ4 && mm->n_gqa >= 4) return ET_Q5_K;
+        if ((r == R_Q4_K_M || r == R_Q5_K_M) && more_bits(i, n)) return ET_Q6_K;
+        if (r == R_Q4_K_S && i < 4) return ET_Q5_K;
         break;
     case QM_ATTN_OUTPUT:
         if (r == R_Q2_K) return ET_Q3_K;
@@ -102,10 +106,10 @@ static et_dtype rule_type(const quant_mix *m, qm_role role, int i, int n, bool t
     return m->base;
 }
 
-et_dtype quant_mix_type(const quant_mix *m, qm_role role, int layer, int n_layers, int64_t cols, bool tied)
+et_dtype quant_mix_type(const quant_mix *m, qm_role role, int layer, int64_t cols, const qm_model *mm)
 {
     if (m->rules == R_SINGLE) return m->base; /* exactly what was asked, or an error when writing */
-    et_dtype t = rule_type(m, role, layer, n_layers, tied);
+    et_dtype t = rule_type(m, role, layer, mm);
     if (cols % ek_format_of(t)->block == 0) return t;
     /* rows too short for the type: llama.cpp's fallbacks, less Q5_0/Q5_1 */
     if ((t == ET_Q2_K || t == ET_Q3_K || t == ET_IQ4_XS) && cols % ek_format_of(ET_IQ4_NL)->block == 0)

@@ -8,8 +8,13 @@
  * here has the types a file made there has:
  *   - the output matrix, and the token embedding when it is tied to it, in
  *     Q6_K (Q8_0 when its rows are not a multiple of 256);
- *   - attn_qkv (fused) one step up: Q4_K_M -> Q5_K, Q5_K_M -> Q6_K,
- *     Q3_K_M/L -> Q4_K;
+ *   - attn_qkv (fused) as llama.cpp's attn_v ("attn_v-like" there, ahead of
+ *     its own attn_qkv rule, which it never reaches): Q4_K_M and Q5_K_M give
+ *     Q6_K to the first and last eighth of the layers and every third in
+ *     between; Q3_K_M Q5_K to the first two layers and Q4_K to the rest;
+ *     Q3_K_L Q5_K; Q4_K_S Q5_K to the first four; Q2_K Q4_K where 4 or more
+ *     query heads share a KV head (Q3_K where fewer); IQ4_NL/XS Q5_K where
+ *     4 or more do;
  *   - ffn_down: Q4_K_M and Q5_K_M give Q6_K to the first and last eighth of
  *     the layers and every third in between; Q3_K_M gives Q5_K to the first
  *     sixteenth and Q4_K to the rest; Q3_K_L Q5_K; Q4_K_S and IQ4_NL/XS
@@ -53,10 +58,16 @@ uint32_t quant_mix_file_type(const quant_mix *m);
 bool quant_mix_is_single(const quant_mix *m);
 et_dtype quant_mix_base(const quant_mix *m);
 
+/* What the rules read of the model. */
+typedef struct qm_model {
+    int n_layers;
+    int n_gqa;  /* query heads per KV head (llama.cpp's n_gqa(): n_head / n_head_kv) */
+    bool tied;  /* the token embedding is also the output matrix */
+} qm_model;
+
 /* The format of a matrix with `cols` columns in role `role` of layer `layer`
- * (of n_layers; ignored for the global roles); `tied`: the token embedding
- * is also the output matrix. */
-et_dtype quant_mix_type(const quant_mix *m, qm_role role, int layer, int n_layers, int64_t cols, bool tied);
+ * (ignored for the global roles) of model `mm`. */
+et_dtype quant_mix_type(const quant_mix *m, qm_role role, int layer, int64_t cols, const qm_model *mm);
 
 /* A comma-separated list of every name, for messages. */
 const char *quant_mix_names(void);

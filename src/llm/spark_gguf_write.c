@@ -190,6 +190,13 @@ static int64_t vec_len(const spark_config *c, len_dim d)
     return 0;
 }
 
+/* What the quantization mixes read of the model (llama.cpp's n_gqa() is
+ * n_head / n_head_kv, 0 without KV heads). */
+static qm_model mix_model(const spark_config *c)
+{
+    return (qm_model){c->n_layers, c->n_kv_heads ? c->n_heads / c->n_kv_heads : 0, c->tie_embeddings};
+}
+
 static ember_status add_layer(gguf_writer *w, const ember_model *m, int32_t i, const quant_mix *mix,
                               mat_src **next)
 {
@@ -200,15 +207,14 @@ static ember_status add_layer(gguf_writer *w, const ember_model *m, int32_t i, c
         const layer_name *ln = &spark_gguf_layer_names[k2];
         const void *field = (const char *)L + ln->field;
         snprintf(name, sizeof name, "blk.%d.%s", i, ln->gguf);
-        const int n = m->cfg.n_layers;
-        const bool tied = m->cfg.tie_embeddings;
+        const qm_model mm = mix_model(&m->cfg);
         if (ln->k == K_QKV) {
             ek_matrix parts[3] = {L->wq, L->wk, L->wv};
-            et_dtype type = quant_mix_type(mix, ln->role, i, n, parts[0].cols, tied);
+            et_dtype type = quant_mix_type(mix, ln->role, i, parts[0].cols, &mm);
             st = add_matrix(w, (*next)++, name, type, parts, 3);
         } else if (ln->k == K_MAT) {
             const ek_matrix *mat = field;
-            et_dtype type = quant_mix_type(mix, ln->role, i, n, mat->cols, tied);
+            et_dtype type = quant_mix_type(mix, ln->role, i, mat->cols, &mm);
             if (mat->rows) st = add_matrix(w, (*next)++, name, type, mat, 1);
         } else {
             const float *v = *(const float *const *)field; /* QKV bias: bq, bk, bv are contiguous */
@@ -250,14 +256,15 @@ ember_status spark_gguf_write(const ember_model *m, const char *path, const quan
                            : ember_fail(EMBER_ERR_NO_MEMORY, "%s: out of memory", path);
     if (!st) st = gguf_writer_create(&w);
     const bool tied = c->tie_embeddings;
+    const qm_model mm = mix_model(c);
     if (!st) st = put_metadata(w, m, mix);
     if (!st)
-        st = add_matrix(w, next++, "token_embd.weight",
-                        quant_mix_type(mix, QM_TOKEN_EMBD, 0, c->n_layers, m->embed.cols, tied), &m->embed, 1);
+        st = add_matrix(w, next++, "token_embd.weight", quant_mix_type(mix, QM_TOKEN_EMBD, 0, m->embed.cols, &mm),
+                        &m->embed, 1);
     if (!st) st = gguf_add_vector(w, "output_norm.weight", ET_F32, c->hidden, m->final_norm, NULL, NULL);
     if (!st && !tied)
         st = add_matrix(w, next++, "output.weight",
-                        quant_mix_type(mix, QM_OUTPUT, 0, c->n_layers, m->lm_head.cols, tied), &m->lm_head, 1);
+                        quant_mix_type(mix, QM_OUTPUT, 0, m->lm_head.cols, &mm), &m->lm_head, 1);
     for (int32_t i = 0; i < c->n_layers && !st; i++) st = add_layer(w, m, i, mix, &next);
     for (mat_src *p = srcs; p && p < next; p++) p->pool = pool;
     if (!st) st = gguf_write(w, path, progress, ctx);

@@ -15,49 +15,67 @@ echo "$out"
 
 # `ember quantize --type MIX` gives each tensor the type llama.cpp's rules
 # give it (read back with gguf-py's own GGUFReader; the rules restated here
-# from src/llama-quant.cpp for Spark's tensors: fused attn_qkv, tied output).
-# The model: random weights whose every matrix takes K-quants (inputs that are
-# multiples of 256; models/demo's 192 makes llama.cpp's rules fall back) and 8
-# layers, so the rules' layer ranges (first and last eighth, every third) bite.
+# from src/llama-quant.cpp for Spark's tensors: fused attn_qkv, which that
+# release types as attn_v, and the tied output). The models: random weights
+# whose every matrix takes K-quants (inputs that are multiples of 256;
+# models/demo's 192 makes llama.cpp's rules fall back), 8 layers so the
+# rules' layer ranges (first and last eighth, every third) bite, and 2 or 4
+# query heads per KV head (n_gqa, which the Q2_K and IQ4 rules read).
+# bench/quant_mix_side.sh compares the same with llama-quantize itself.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-if ! out=$($PY reference/make_checkpoint.py --preset tiny --hidden 256 --intermediate 768 --head-dim 64 \
-             --layers 8 --vocab 512 --out "$tmp/model" 2>&1); then
-  fail kquants_mix_model "$out"; exit 1
-fi
-for mix in q4_k_m q5_k_m q3_k_m q2_k q4_k_s iq4_xs; do
-  if ! "$EMBER" quantize "$tmp/model" "$tmp/$mix.gguf" --type "$mix" 2>"$tmp/err"; then
-    fail "kquants_mix_$mix" "$(cat "$tmp/err")"; continue
+for kv in 2 1; do
+  model="$tmp/gqa$((4 / kv))"
+  if ! out=$($PY reference/make_checkpoint.py --preset tiny --hidden 256 --intermediate 768 --head-dim 64 \
+               --layers 8 --vocab 512 --kv-heads "$kv" --out "$model" 2>&1); then
+    fail kquants_mix_model "$out"; exit 1
   fi
-  if out=$($PY - "$src/gguf-py" "$tmp/$mix.gguf" "$mix" <<'PY' 2>&1
+  for mix in q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs; do
+    case="kquants_mix_${mix}_gqa$((4 / kv))"
+    if ! "$EMBER" quantize "$model" "$model-$mix.gguf" --type "$mix" 2>"$tmp/err"; then
+      fail "$case" "$(cat "$tmp/err")"; continue
+    fi
+    if out=$($PY - "$src/gguf-py" "$model-$mix.gguf" "$mix" <<'PY' 2>&1
 import sys
 sys.path.insert(0, sys.argv[1])
 import gguf
 r = gguf.GGUFReader(sys.argv[2]); mix = sys.argv[3]
+field = lambda k: int(r.fields[k].parts[-1][0])
 n = max(int(t.name.split(".")[1]) for t in r.tensors if t.name.startswith("blk.")) + 1
-base = {"q4_k_m": "Q4_K", "q5_k_m": "Q5_K", "q3_k_m": "Q3_K", "q2_k": "Q2_K", "q4_k_s": "Q4_K", "iq4_xs": "IQ4_XS"}[mix]
+gqa = field("spark2_5.attention.head_count") // field("spark2_5.attention.head_count_kv")
+base = {"q2_k": "Q2_K", "q3_k_s": "Q3_K", "q3_k_m": "Q3_K", "q3_k_l": "Q3_K", "q4_k_s": "Q4_K",
+        "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K", "q6_k": "Q6_K", "iq4_nl": "IQ4_NL",
+        "iq4_xs": "IQ4_XS"}[mix]
 more = lambda i: i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 def want(name):
     if name == "token_embd.weight": return "Q6_K"                    # tied: the output's type
     role = name.split(".")[2] if name.startswith("blk.") else ""
     i = int(name.split(".")[1]) if name.startswith("blk.") else -1
-    if role == "attn_qkv":
-        return {"q4_k_m": "Q5_K", "q5_k_m": "Q6_K", "q3_k_m": "Q4_K"}.get(mix, base)
+    if role == "attn_qkv":                                            # llama.cpp's attn_v rules
+        if mix == "q2_k": return "Q4_K" if gqa >= 4 else "Q3_K"
+        if mix == "q3_k_m": return "Q5_K" if i < 2 else "Q4_K"
+        if mix == "q3_k_l": return "Q5_K"
+        if mix in ("iq4_nl", "iq4_xs") and gqa >= 4: return "Q5_K"
+        if mix in ("q4_k_m", "q5_k_m") and more(i): return "Q6_K"
+        if mix == "q4_k_s" and i < 4: return "Q5_K"
     if role == "attn_output":
-        return {"q2_k": "Q3_K", "q3_k_m": "Q4_K"}.get(mix, base)
+        return {"q2_k": "Q3_K", "q3_k_m": "Q4_K", "q3_k_l": "Q5_K"}.get(mix, base)
     if role == "ffn_down":
         if mix in ("q4_k_m", "q5_k_m") and more(i): return "Q6_K"
         if mix == "q3_k_m": return "Q5_K" if i < n // 16 else "Q4_K"
+        if mix == "q3_k_l": return "Q5_K"
         if mix == "q2_k": return "Q3_K"
-        if mix in ("q4_k_s", "iq4_xs") and i < n // 8: return "Q5_K"
+        if mix in ("q4_k_s", "iq4_nl", "iq4_xs") and i < n // 8: return "Q5_K"
     return base
 bad = [(t.name, t.tensor_type.name, want(t.name)) for t in r.tensors
        if len(t.shape) == 2 and t.tensor_type.name != want(t.name)]
-ft = int(r.fields["general.file_type"].parts[-1][0])
-want_ft = {"q2_k": 10, "q3_k_m": 12, "q4_k_s": 14, "q4_k_m": 15, "q5_k_m": 17, "iq4_xs": 30}[mix]
+ft = field("general.file_type")
+want_ft = {"q2_k": 10, "q3_k_s": 11, "q3_k_m": 12, "q3_k_l": 13, "q4_k_s": 14, "q4_k_m": 15, "q5_k_s": 16,
+           "q5_k_m": 17, "q6_k": 18, "iq4_nl": 25, "iq4_xs": 30}[mix]
 if bad or ft != want_ft:
     print(f"file_type {ft} (want {want_ft}); tensor/type/want: {bad[:6]}"); sys.exit(1)
-print(f"{sum(len(t.shape) == 2 for t in r.tensors)} matrices as llama.cpp types them, file_type {ft}")
+print(f"{sum(len(t.shape) == 2 for t in r.tensors)} matrices as llama.cpp types them (n_gqa {gqa}), file_type {ft}")
 PY
-  ); then pass "kquants_mix_$mix"; echo "     $out"; else fail "kquants_mix_$mix" "$out"; fi
+    ); then pass "$case"; echo "     $out"; else fail "$case" "$out"; fi
+  done
 done
 exit $e2e_failed
