@@ -14,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-$(mktemp -d)}
-mixes=${MIXES:-q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs}
+mixes=${MIXES:-q8_0 q4_0 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs}
 mkdir -p "$work"
 make -s -j2 build/ember || exit 1
 bld=$(scripts/llama_cpp_build.sh llama-quantize) || exit 1

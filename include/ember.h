@@ -162,9 +162,9 @@ size_t ember_model_weight_bytes(const ember_model *model);
 typedef int (*ember_progress_fn)(void *user, size_t done, size_t total);
 
 /* The names ember_model_quantize takes, ", "-separated: f32 .. q5_k put
- * every weight matrix in that format; q2_k .. iq4_xs are llama.cpp's mixes
- * of the same names (q4_k_m: Q4_K with Q6_K for half the V and FFN-down
- * matrices, ...). Static. */
+ * every weight matrix in that format; q4_0 .. iq4_xs are llama.cpp's mixes
+ * of the same names (q4_0: Q4_0 with a Q6_K output; q4_k_m: Q4_K with Q6_K
+ * for half the QKV and FFN-down matrices, ...). Static. */
 const char *ember_quantize_types(void);
 
 /* Writes model as a GGUF file (llama.cpp's spark2_5 layout, tokenizer, chat

@@ -33,8 +33,9 @@ ember_status ember_tts_quantize(const char *dir, const char *path, const char *t
     if (n_tensors) *n_tensors = 0;
     if (!dir || !path || !type)
         return ember_fail(EMBER_ERR_INVALID_ARG, "ember_tts_quantize: a NULL argument");
-    const quant_mix *mix = quant_mix_by_name(type), *speech = quant_mix_by_name(speech_type ? speech_type : "f32");
-    if (!mix || !quant_mix_is_single(mix))
+    const quant_mix *mix = quant_mix_single_by_name(type),
+                    *speech = quant_mix_single_by_name(speech_type ? speech_type : "f32");
+    if (!mix)
         return ember_fail(EMBER_ERR_INVALID_ARG, "speech models take one format for every matrix, not "
                           "'%s' (a mix or unknown): f32, f16, bf16, q8_0, q4_0, q4_k, ...", type);
     if (!speech || !et_dtype_is_float(quant_mix_base(speech)))

@@ -7,6 +7,7 @@
 
 typedef enum mix_rules {
     R_SINGLE, /* every matrix in the base type */
+    R_Q4_0,   /* the base type but for the output (and a tied embedding) */
     R_Q2_K,
     R_Q3_K_S,
     R_Q3_K_M,
@@ -26,9 +27,10 @@ struct quant_mix {
     mix_rules rules;
 };
 
-/* llama.cpp's names first: "q2_k" and "q6_k" are its mixes, not the plain
- * types (a user of llama-quantize means those). */
+/* llama.cpp's names first: "q4_0", "q2_k" and "q6_k" are its mixes, not
+ * the plain types (a user of llama-quantize means those). */
 static const quant_mix mixes[] = {
+    {"q4_0", ET_Q4_0, 2, R_Q4_0},
     {"q2_k", ET_Q2_K, 10, R_Q2_K},       {"q3_k_s", ET_Q3_K, 11, R_Q3_K_S}, {"q3_k_m", ET_Q3_K, 12, R_Q3_K_M},
     {"q3_k_l", ET_Q3_K, 13, R_Q3_K_L},   {"q4_k_s", ET_Q4_K, 14, R_Q4_K_S}, {"q4_k_m", ET_Q4_K, 15, R_Q4_K_M},
     {"q5_k_s", ET_Q5_K, 16, R_Q5_K_S},   {"q5_k_m", ET_Q5_K, 17, R_Q5_K_M}, {"q6_k", ET_Q6_K, 18, R_Q6_K},
@@ -50,8 +52,13 @@ const quant_mix *quant_mix_by_name(const char *name)
 {
     for (size_t i = 0; i < sizeof mixes / sizeof *mixes; i++)
         if (!strcmp(mixes[i].name, name)) return &mixes[i];
+    return quant_mix_single_by_name(name);
+}
+
+const quant_mix *quant_mix_single_by_name(const char *name)
+{
     for (int i = 0; i < ET_DTYPE_COUNT; i++)
-        if (!strcmp(singles[i].name, name)) return &singles[i];
+        if (singles[i].name && !strcmp(singles[i].name, name)) return &singles[i];
     return NULL;
 }
 
@@ -67,7 +74,7 @@ et_dtype quant_mix_base(const quant_mix *m) { return m->base; }
 
 const char *quant_mix_names(void)
 {
-    return "f32, f16, bf16, q8_0, q4_0, q3_k, q4_k, q5_k, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, "
+    return "f32, f16, bf16, q8_0, q3_k, q4_k, q5_k, q4_0, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, "
            "q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs";
 }
 

@@ -2,12 +2,14 @@
  * written in by `ember quantize --type NAME`.
  *
  * A plain format name ("q8_0", "q4_k", "bf16", ...) puts every matrix in that
- * format. The llama.cpp mix names ("q4_k_m", "q5_k_m", "q3_k_m", ...) apply
+ * format. The llama.cpp mix names ("q4_0", "q4_k_m", "q5_k_m", ...) apply
  * the rules of llama.cpp's quantizer (src/llama-quant.cpp, the spark2_5
  * release in node-llama-cpp 3.22.1) to Spark's tensors, so that a file made
  * here has the types a file made there has:
  *   - the output matrix, and the token embedding when it is tied to it, in
- *     Q6_K (Q8_0 when its rows are not a multiple of 256);
+ *     Q6_K (Q8_0 when its rows are not a multiple of 256); for q4_0 that is
+ *     the whole difference from every matrix in Q4_0 (q8_0 is the same in
+ *     both: llama.cpp keeps a Q8_0 output);
  *   - attn_qkv (fused) as llama.cpp's attn_v ("attn_v-like" there, ahead of
  *     its own attn_qkv rule, which it never reaches): Q4_K_M and Q5_K_M give
  *     Q6_K to the first and last eighth of the layers and every third in
@@ -50,6 +52,9 @@ typedef struct quant_mix quant_mix;
 const quant_mix *quant_mix_by_name(const char *name);
 /* The mix that writes every matrix as `dt`. */
 const quant_mix *quant_mix_single(et_dtype dt);
+/* By a format's name, always the every-matrix mix ("q4_0": every matrix in
+ * Q4_0, where quant_mix_by_name gives llama.cpp's Q4_0 mix); NULL if none. */
+const quant_mix *quant_mix_single_by_name(const char *name);
 
 const char *quant_mix_name(const quant_mix *m);
 /* llama.cpp's llama_ftype for general.file_type. */

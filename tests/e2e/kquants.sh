@@ -29,7 +29,7 @@ for kv in 2 1; do
                --layers 8 --vocab 512 --kv-heads "$kv" --out "$model" 2>&1); then
     fail kquants_mix_model "$out"; exit 1
   fi
-  for mix in q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs; do
+  for mix in q8_0 q4_0 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs; do
     case="kquants_mix_${mix}_gqa$((4 / kv))"
     if ! "$EMBER" quantize "$model" "$model-$mix.gguf" --type "$mix" 2>"$tmp/err"; then
       fail "$case" "$(cat "$tmp/err")"; continue
@@ -42,12 +42,12 @@ r = gguf.GGUFReader(sys.argv[2]); mix = sys.argv[3]
 field = lambda k: int(r.fields[k].parts[-1][0])
 n = max(int(t.name.split(".")[1]) for t in r.tensors if t.name.startswith("blk.")) + 1
 gqa = field("spark2_5.attention.head_count") // field("spark2_5.attention.head_count_kv")
-base = {"q2_k": "Q2_K", "q3_k_s": "Q3_K", "q3_k_m": "Q3_K", "q3_k_l": "Q3_K", "q4_k_s": "Q4_K",
+base = {"q8_0": "Q8_0", "q4_0": "Q4_0", "q2_k": "Q2_K", "q3_k_s": "Q3_K", "q3_k_m": "Q3_K", "q3_k_l": "Q3_K", "q4_k_s": "Q4_K",
         "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K", "q6_k": "Q6_K", "iq4_nl": "IQ4_NL",
         "iq4_xs": "IQ4_XS"}[mix]
 more = lambda i: i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 def want(name):
-    if name == "token_embd.weight": return "Q6_K"                    # tied: the output's type
+    if name == "token_embd.weight": return "Q8_0" if mix == "q8_0" else "Q6_K"  # tied: the output's
     role = name.split(".")[2] if name.startswith("blk.") else ""
     i = int(name.split(".")[1]) if name.startswith("blk.") else -1
     if role == "attn_qkv":                                            # llama.cpp's attn_v rules
@@ -69,7 +69,7 @@ def want(name):
 bad = [(t.name, t.tensor_type.name, want(t.name)) for t in r.tensors
        if len(t.shape) == 2 and t.tensor_type.name != want(t.name)]
 ft = field("general.file_type")
-want_ft = {"q2_k": 10, "q3_k_s": 11, "q3_k_m": 12, "q3_k_l": 13, "q4_k_s": 14, "q4_k_m": 15, "q5_k_s": 16,
+want_ft = {"q8_0": 7, "q4_0": 2, "q2_k": 10, "q3_k_s": 11, "q3_k_m": 12, "q3_k_l": 13, "q4_k_s": 14, "q4_k_m": 15, "q5_k_s": 16,
            "q5_k_m": 17, "q6_k": 18, "iq4_nl": 25, "iq4_xs": 30}[mix]
 if bad or ft != want_ft:
     print(f"file_type {ft} (want {want_ft}); tensor/type/want: {bad[:6]}"); sys.exit(1)
