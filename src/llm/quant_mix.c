@@ -118,9 +118,9 @@ et_dtype quant_mix_type(const quant_mix *m, qm_role role, int layer, int64_t col
     if (m->rules == R_SINGLE) return m->base; /* exactly what was asked, or an error when writing */
     et_dtype t = rule_type(m, role, layer, mm);
     if (cols % ek_format_of(t)->block == 0) return t;
-    /* rows too short for the type: llama.cpp's fallbacks, less Q5_0/Q5_1 */
-    if ((t == ET_Q2_K || t == ET_Q3_K || t == ET_IQ4_XS) && cols % ek_format_of(ET_IQ4_NL)->block == 0)
-        return ET_IQ4_NL;
-    if (cols % ek_format_of(ET_Q8_0)->block == 0) return ET_Q8_0;
-    return ET_F16;
+    /* rows not a whole number of the type's blocks: llama.cpp's fallback
+     * (tensor_type_fallback), Q8_0 in place of its Q5_0/Q5_1, and F16 where
+     * the fallback's blocks do not fit either */
+    et_dtype f = t == ET_Q2_K || t == ET_Q3_K ? ET_Q4_0 : t == ET_IQ4_XS ? ET_IQ4_NL : ET_Q8_0;
+    return cols % ek_format_of(f)->block == 0 ? f : ET_F16;
 }

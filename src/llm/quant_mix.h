@@ -24,7 +24,9 @@
  *   - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K;
  *   - everything else in the mix's base type.
  * Where a row length is not a multiple of a K type's 256, llama.cpp falls
- * back to Q5_0/Q5_1/Q8_0 or IQ4_NL; ember has no Q5_0/Q5_1 and uses Q8_0.
+ * back: Q2_K and Q3_K to Q4_0, IQ4_XS to IQ4_NL, Q6_K to Q8_0, Q4_K and Q5_K
+ * to Q5_0 and Q5_1, which ember has not, so it writes Q8_0 for those (F16
+ * where 32 does not divide the row either).
  * A plain format applies no fallback: such a matrix is an error to write. */
 #ifndef EMBER_LLM_QUANT_MIX_H
 #define EMBER_LLM_QUANT_MIX_H

@@ -20,17 +20,20 @@ echo "$out"
 # whose every matrix takes K-quants (inputs that are multiples of 256;
 # models/demo's 192 makes llama.cpp's rules fall back), 8 layers so the
 # rules' layer ranges (first and last eighth, every third) bite, and 2 or 4
-# query heads per KV head (n_gqa, which the Q2_K and IQ4 rules read).
+# query heads per KV head (n_gqa, which the Q2_K and IQ4 rules read); and a
+# model 192 wide, whose rows are not whole K-quant blocks, for llama.cpp's
+# fallback types (ember writes Q8_0 where llama.cpp writes Q5_0/Q5_1).
 # bench/quant_mix_side.sh compares the same with llama-quantize itself.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-for kv in 2 1; do
-  model="$tmp/gqa$((4 / kv))"
-  if ! out=$($PY reference/make_checkpoint.py --preset tiny --hidden 256 --intermediate 768 --head-dim 64 \
-               --layers 8 --vocab 512 --kv-heads "$kv" --out "$model" 2>&1); then
+for shape in "gqa2 256 768 64 2" "gqa4 256 768 64 1" "w192 192 576 32 2"; do
+  read -r name hidden inter hd kv <<<"$shape"
+  model="$tmp/$name"
+  if ! out=$($PY reference/make_checkpoint.py --preset tiny --hidden "$hidden" --intermediate "$inter" \
+               --head-dim "$hd" --layers 8 --vocab 512 --kv-heads "$kv" --out "$model" 2>&1); then
     fail kquants_mix_model "$out"; exit 1
   fi
   for mix in q8_0 q4_0 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs; do
-    case="kquants_mix_${mix}_gqa$((4 / kv))"
+    case="kquants_mix_${mix}_$name"
     if ! "$EMBER" quantize "$model" "$model-$mix.gguf" --type "$mix" 2>"$tmp/err"; then
       fail "$case" "$(cat "$tmp/err")"; continue
     fi
@@ -66,8 +69,17 @@ def want(name):
         if mix == "q2_k": return "Q3_K"
         if mix in ("q4_k_s", "iq4_nl", "iq4_xs") and i < n // 8: return "Q5_K"
     return base
-bad = [(t.name, t.tensor_type.name, want(t.name)) for t in r.tensors
-       if len(t.shape) == 2 and t.tensor_type.name != want(t.name)]
+# rows that are not whole blocks of the type: llama.cpp's fallback (Q8_0 for
+# its Q5_0/Q5_1), F16 where that does not fit either
+block = lambda ty: 32 if ty in ("Q8_0", "Q4_0", "IQ4_NL") else 256
+fallback = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "IQ4_XS": "IQ4_NL"}
+def fitted(ty, cols):
+    if cols % block(ty) == 0: return ty
+    fb = fallback.get(ty, "Q8_0")
+    return fb if cols % block(fb) == 0 else "F16"
+want_of = lambda t: fitted(want(t.name), int(t.shape[0]))
+bad = [(t.name, t.tensor_type.name, want_of(t)) for t in r.tensors
+       if len(t.shape) == 2 and t.tensor_type.name != want_of(t)]
 ft = field("general.file_type")
 want_ft = {"q8_0": 7, "q4_0": 2, "q2_k": 10, "q3_k_s": 11, "q3_k_m": 12, "q3_k_l": 13, "q4_k_s": 14, "q4_k_m": 15, "q5_k_s": 16,
            "q5_k_m": 17, "q6_k": 18, "iq4_nl": 25, "iq4_xs": 30}[mix]
