@@ -45,7 +45,6 @@ const ek_kernel_set *ek_kernels_avx512(void);
 #include <string.h>
 
 #include "base/pool.h"
-#include "kernels/cpu.h"
 #include "kernels/formats.h"
 #include "kernels/kquants.h"
 #include "kernels/rows8.h"

@@ -21,8 +21,8 @@
  * one token; 2..8 take the zmm form below (this one where their activation
  * table would not fit it), and prefill matmul_avx512.c's 512-bit
  * token-major tiles.
- * 256-bit vectors: on Zen 4, 512-bit operations run as two halves, and
- * 256 bits keep the same code valid for a future AVX-VNNI (VEX) set. */
+ * 256-bit vectors: one group's 8 rows of a dword fill one, and 256 bits
+ * keep the same code valid for a future AVX-VNNI (VEX) set. */
 #include "kernels/rows8.h"
 
 #if defined(__x86_64__)

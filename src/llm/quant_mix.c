@@ -69,7 +69,6 @@ const quant_mix *quant_mix_single(et_dtype dt)
 
 const char *quant_mix_name(const quant_mix *m) { return m->name; }
 uint32_t quant_mix_file_type(const quant_mix *m) { return m->ftype; }
-bool quant_mix_is_single(const quant_mix *m) { return m->rules == R_SINGLE; }
 et_dtype quant_mix_base(const quant_mix *m) { return m->base; }
 
 const char *quant_mix_names(void)

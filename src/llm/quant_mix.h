@@ -61,8 +61,6 @@ const quant_mix *quant_mix_single_by_name(const char *name);
 const char *quant_mix_name(const quant_mix *m);
 /* llama.cpp's llama_ftype for general.file_type. */
 uint32_t quant_mix_file_type(const quant_mix *m);
-/* True when every matrix is written as quant_mix_base(m). */
-bool quant_mix_is_single(const quant_mix *m);
 et_dtype quant_mix_base(const quant_mix *m);
 
 /* What the rules read of the model. */

@@ -198,7 +198,7 @@ static qm_model mix_model(const spark_config *c)
 }
 
 static ember_status add_layer(gguf_writer *w, const ember_model *m, int32_t i, const quant_mix *mix,
-                              mat_src **next)
+                              const qm_model *mm, mat_src **next)
 {
     const spark_layer *L = &m->layers[i];
     char name[96];
@@ -207,14 +207,13 @@ static ember_status add_layer(gguf_writer *w, const ember_model *m, int32_t i, c
         const layer_name *ln = &spark_gguf_layer_names[k2];
         const void *field = (const char *)L + ln->field;
         snprintf(name, sizeof name, "blk.%d.%s", i, ln->gguf);
-        const qm_model mm = mix_model(&m->cfg);
         if (ln->k == K_QKV) {
             ek_matrix parts[3] = {L->wq, L->wk, L->wv};
-            et_dtype type = quant_mix_type(mix, ln->role, i, parts[0].cols, &mm);
+            et_dtype type = quant_mix_type(mix, ln->role, i, parts[0].cols, mm);
             st = add_matrix(w, (*next)++, name, type, parts, 3);
         } else if (ln->k == K_MAT) {
             const ek_matrix *mat = field;
-            et_dtype type = quant_mix_type(mix, ln->role, i, mat->cols, &mm);
+            et_dtype type = quant_mix_type(mix, ln->role, i, mat->cols, mm);
             if (mat->rows) st = add_matrix(w, (*next)++, name, type, mat, 1);
         } else {
             const float *v = *(const float *const *)field; /* QKV bias: bq, bk, bv are contiguous */
@@ -265,7 +264,7 @@ ember_status spark_gguf_write(const ember_model *m, const char *path, const quan
     if (!st && !tied)
         st = add_matrix(w, next++, "output.weight",
                         quant_mix_type(mix, QM_OUTPUT, 0, m->lm_head.cols, &mm), &m->lm_head, 1);
-    for (int32_t i = 0; i < c->n_layers && !st; i++) st = add_layer(w, m, i, mix, &next);
+    for (int32_t i = 0; i < c->n_layers && !st; i++) st = add_layer(w, m, i, mix, &mm, &next);
     for (mat_src *p = srcs; p && p < next; p++) p->pool = pool;
     if (!st) st = gguf_write(w, path, progress, ctx);
     if (st) ember_fail_prefix(st, "writing %s", path);
