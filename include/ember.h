@@ -87,10 +87,10 @@ typedef enum ember_gelu {
     EMBER_GELU_TANH = 1
 } ember_gelu;
 
-/* Weight storage formats. Q8_0, Q4_0 and the K-quants (Q2_K..Q6_K, IQ4_NL,
- * IQ4_XS) are GGUF's block formats, byte for byte. The K-quants hold rows
- * whose length is a multiple of 256 (IQ4_NL: 32); converting at load leaves
- * other rows as they are. */
+/* Weight storage formats. Q8_0, Q4_0, the K-quants (Q2_K..Q6_K, IQ4_NL,
+ * IQ4_XS) and Q4_1, Q5_0, Q5_1 are GGUF's block formats, byte for byte. The
+ * K-quants hold rows whose length is a multiple of 256 (IQ4_NL and the
+ * others: 32); converting at load leaves other rows as they are. */
 typedef enum ember_type {
     EMBER_TYPE_NONE = 0, /* keep what the file holds */
     EMBER_TYPE_F32,
@@ -104,7 +104,10 @@ typedef enum ember_type {
     EMBER_TYPE_Q5_K,
     EMBER_TYPE_Q6_K,
     EMBER_TYPE_IQ4_NL,
-    EMBER_TYPE_IQ4_XS
+    EMBER_TYPE_IQ4_XS,
+    EMBER_TYPE_Q4_1,
+    EMBER_TYPE_Q5_0,
+    EMBER_TYPE_Q5_1
 } ember_type;
 
 typedef struct ember_model_params {

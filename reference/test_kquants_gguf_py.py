@@ -5,13 +5,16 @@
 
 GGUF_PY_DIR is llama.cpp's gguf-py folder (scripts/llama_cpp_source.sh
 unpacks it from the npm package node-llama-cpp); TEST_KQUANTS_BIN is
-build/tests/test_kquants. For each of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and
-IQ4_XS, blocks of random bytes (every bit pattern is a valid block; the f16
-scale fields are drawn as finite halves of all magnitudes, subnormals and
-zero included) are written to one GGUF file by gguf-py's GGUFWriter; ember
+build/tests/test_kquants. For each of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+IQ4_XS, Q4_1, Q5_0 and Q5_1, blocks of random bytes (every bit pattern is a
+valid block; the f16 scale fields are drawn as finite halves of all
+magnitudes, subnormals and zero included) are written to one GGUF file by gguf-py's GGUFWriter; ember
 reads that file with its own GGUF parser and converts each tensor with its
 format table (test_kquants --dequant), and the result must equal
-gguf.quants.dequantize bit for bit. Prints PASS/FAIL lines.
+gguf.quants.dequantize bit for bit. Then the formats whose quantizer is
+llama.cpp's reference one (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) must quantize as
+gguf.quants.quantize does, byte for byte (test_kquants --quant). Prints
+PASS/FAIL lines.
 """
 import os
 import subprocess
@@ -30,7 +33,7 @@ def main():
     T = gguf.GGMLQuantizationType
     # (type, byte offsets of the f16 scale fields inside a block)
     kinds = [(T.Q2_K, [80, 82]), (T.Q3_K, [108]), (T.Q4_K, [0, 2]), (T.Q5_K, [0, 2]), (T.Q6_K, [208]),
-             (T.IQ4_NL, [0]), (T.IQ4_XS, [0])]
+             (T.IQ4_NL, [0]), (T.IQ4_XS, [0]), (T.Q4_1, [0, 2]), (T.Q5_0, [0]), (T.Q5_1, [0, 2])]
     rng = np.random.default_rng(17)
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,7 +75,48 @@ def main():
                 i = int(bad[0])
                 print(f"FAIL kquants_bit_exact_{name}\n     {len(bad)} values differ; first at {i}: "
                       f"ember {got[i] if got.size > i else None!r} gguf-py {ref[i]!r}")
+        failed += quantize_matches(quants, T, binary, tmp, rng)
     return 1 if failed else 0
+
+
+def quantize_matches(quants, T, binary, tmp, rng):
+    """The formats whose quantizer is llama.cpp's reference one (Q8_0, Q4_0,
+    Q4_1, Q5_0, Q5_1) quantize as gguf-py does, byte for byte: Gaussian
+    blocks of many magnitudes, plus blocks that are all zero, constant, one
+    spike, of equal magnitudes with both signs (the tie of the largest), and
+    tiny or huge (f16 subnormal and overflowing scales)."""
+    n_blocks = 4096
+    x = rng.standard_normal((n_blocks, 32)).astype(np.float32)
+    x *= np.float32(10.0) ** rng.integers(-6, 4, size=(n_blocks, 1)).astype(np.float32)
+    x[0] = 0
+    x[1] = 0.25
+    x[2] = 0
+    x[2, 7] = -3
+    x[3] = np.where(np.arange(32) % 2 == 0, 1.5, -1.5)
+    x[4] *= np.float32(1e-7)
+    x[5] *= np.float32(1e5)
+    x[6] = -np.abs(x[6])
+    data = x.reshape(-1)
+    src = os.path.join(tmp, "x.f32")
+    data.tofile(src)
+    failed = 0
+    for qt in (T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1):
+        name = qt.name.lower()
+        dst = os.path.join(tmp, name + ".q")
+        r = subprocess.run([binary, "--quant", name, src, dst], capture_output=True, text=True)
+        with np.errstate(over="ignore"):  # the huge block's scales overflow f16 on purpose
+            want = quants.quantize(data.reshape(n_blocks, 32), qt).reshape(-1)
+        got = np.fromfile(dst, dtype=np.uint8) if r.returncode == 0 else np.zeros(0, np.uint8)
+        if r.returncode == 0 and got.shape == want.shape and np.array_equal(got, want):
+            print(f"PASS quantize_bit_exact_{name} ({n_blocks} blocks)")
+            continue
+        failed += 1
+        size = want.size // n_blocks
+        bad = sorted({int(i) // size for i in np.flatnonzero(got != want)}) if got.shape == want.shape else [0]
+        print(f"FAIL quantize_bit_exact_{name}\n     {r.stderr.strip()} {len(bad)} blocks differ; first {bad[0]}: "
+              f"ember {got[bad[0] * size:(bad[0] + 1) * size].tolist()} gguf-py "
+              f"{want[bad[0] * size:(bad[0] + 1) * size].tolist()}")
+    return failed
 
 
 if __name__ == "__main__":

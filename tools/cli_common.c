@@ -30,7 +30,8 @@ static const struct {
 } weight_types[] = {{"f32", EMBER_TYPE_F32},     {"f16", EMBER_TYPE_F16},       {"bf16", EMBER_TYPE_BF16},
                     {"q8_0", EMBER_TYPE_Q8_0},   {"q4_0", EMBER_TYPE_Q4_0},     {"q2_k", EMBER_TYPE_Q2_K},
                     {"q3_k", EMBER_TYPE_Q3_K},   {"q4_k", EMBER_TYPE_Q4_K},     {"q5_k", EMBER_TYPE_Q5_K},
-                    {"q6_k", EMBER_TYPE_Q6_K},   {"iq4_nl", EMBER_TYPE_IQ4_NL}, {"iq4_xs", EMBER_TYPE_IQ4_XS}};
+                    {"q6_k", EMBER_TYPE_Q6_K},   {"iq4_nl", EMBER_TYPE_IQ4_NL}, {"iq4_xs", EMBER_TYPE_IQ4_XS},
+                    {"q4_1", EMBER_TYPE_Q4_1},   {"q5_0", EMBER_TYPE_Q5_0},     {"q5_1", EMBER_TYPE_Q5_1}};
 
 int cli_parse_type(const char *arg, ember_type *out)
 {

@@ -21,7 +21,8 @@ ERR_CANCELLED = 7
 
 # ember_type
 TYPES = {None: 0, "none": 0, "f32": 1, "f16": 2, "bf16": 3, "q8_0": 4, "q4_0": 5, "q2_k": 6, "q3_k": 7,
-         "q4_k": 8, "q5_k": 9, "q6_k": 10, "iq4_nl": 11, "iq4_xs": 12}
+         "q4_k": 8, "q5_k": 9, "q6_k": 10, "iq4_nl": 11, "iq4_xs": 12,
+         "q4_1": 13, "q5_0": 14, "q5_1": 15}
 TYPE_NAMES = {v: k for k, v in TYPES.items() if k}
 
 

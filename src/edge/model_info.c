@@ -159,7 +159,7 @@ static int64_t safetensors_bytes(const char *dir, int depth)
 /* The ember_type of a tensor's format (NONE when there is none). */
 static ember_type type_of(et_dtype dt)
 {
-    for (int t = EMBER_TYPE_F32; t <= EMBER_TYPE_IQ4_XS; t++)
+    for (int t = EMBER_TYPE_F32; t <= EMBER_TYPE_Q5_1; t++)
         if (wt_dtype_of_type((ember_type)t) == dt) return (ember_type)t;
     return EMBER_TYPE_NONE;
 }

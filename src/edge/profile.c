@@ -64,6 +64,9 @@ const char *edge_type_name(ember_type t)
     case EMBER_TYPE_Q6_K: return "q6_k";
     case EMBER_TYPE_IQ4_NL: return "iq4_nl";
     case EMBER_TYPE_IQ4_XS: return "iq4_xs";
+    case EMBER_TYPE_Q4_1: return "q4_1";
+    case EMBER_TYPE_Q5_0: return "q5_0";
+    case EMBER_TYPE_Q5_1: return "q5_1";
     case EMBER_TYPE_NONE: break;
     }
     return "as stored";

@@ -15,6 +15,9 @@ const char *et_dtype_name(et_dtype dt)
     case ET_Q6_K: return "Q6_K";
     case ET_IQ4_NL: return "IQ4_NL";
     case ET_IQ4_XS: return "IQ4_XS";
+    case ET_Q4_1: return "Q4_1";
+    case ET_Q5_0: return "Q5_0";
+    case ET_Q5_1: return "Q5_1";
     case ET_DTYPE_COUNT: break;
     }
     return "?";

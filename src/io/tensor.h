@@ -23,6 +23,11 @@ typedef enum et_dtype {
     ET_Q6_K,
     ET_IQ4_NL,
     ET_IQ4_XS,
+    /* ggml's other 32-value blocks (src/kernels/q32.h): an offset per block
+     * (Q4_1, Q5_1) or a fifth bit (Q5_0, Q5_1) */
+    ET_Q4_1,
+    ET_Q5_0,
+    ET_Q5_1,
     ET_DTYPE_COUNT
 } et_dtype;
 

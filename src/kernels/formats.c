@@ -5,6 +5,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/kquants.h"
+#include "kernels/q32.h"
 
 uint16_t ek_f32_to_f16(float f)
 {
@@ -151,6 +152,9 @@ static const ek_format formats[ET_DTYPE_COUNT] = {
     KQ(ET_Q6_K, "q6_k", EK_QK_K, ek_block_q6_k, 14, q6_k),
     KQ(ET_IQ4_NL, "iq4_nl", EK_QBLOCK, ek_block_iq4_nl, 20, iq4_nl),
     KQ(ET_IQ4_XS, "iq4_xs", EK_QK_K, ek_block_iq4_xs, 23, iq4_xs),
+    KQ(ET_Q4_1, "q4_1", EK_QBLOCK, ek_block_q4_1, 3, q4_1),
+    KQ(ET_Q5_0, "q5_0", EK_QBLOCK, ek_block_q5_0, 6, q5_0),
+    KQ(ET_Q5_1, "q5_1", EK_QBLOCK, ek_block_q5_1, 7, q5_1),
 #undef KQ
 };
 

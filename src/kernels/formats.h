@@ -2,7 +2,8 @@
  * type id, conversions to and from fp32, and which activation format the dot
  * products take. Every block format uses GGUF's layout byte for byte, so a
  * quantized tensor can be written to or read from a llama.cpp file as is;
- * the K-quants and IQ4 (256-value super-blocks) are in kquants.h.
+ * the K-quants and IQ4 (256-value super-blocks) are in kquants.h, Q4_1, Q5_0
+ * and Q5_1 in q32.h.
  *
  *   Q8_0 block (34 bytes): f16 d, int8 q[32];          x[j] = d * q[j]
  *   Q4_0 block (18 bytes): f16 d, uint8 qs[16];         x[j]      = d * ((qs[j] & 15) - 8)

@@ -29,6 +29,7 @@ const ek_kernel_set *ek_kernels_avx2(void);
 #include "kernels/convert.h"
 #include "kernels/formats.h"
 #include "kernels/kquants.h"
+#include "kernels/q32.h"
 #include "kernels/simd_common.h"
 
 #define TARGET __attribute__((target("avx2,fma,f16c")))
@@ -206,6 +207,7 @@ INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, con
 EK_QUANT_GEMM(gemm_q8_0, TARGET, qtile, QK_Q8_0)
 EK_QUANT_GEMM(gemm_q4_0, TARGET, qtile, QK_Q4_0)
 EK_QUANT_GEMM(gemm_iq4_nl, TARGET, qtile, QK_IQ4_NL)
+EK_GEMM_Q32_VIA(gemm_q32, gemm_q8_0)
 
 /* ---- activation quantization -------------------------------------------- */
 
@@ -287,7 +289,8 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_avx2, attn_accum_avx2, dot_f32_avx2, axpy_f32_
 static const ek_kernel_set avx2_set = {
     "avx2",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
-     [ET_Q4_0] = gemm_q4_0, [ET_IQ4_NL] = gemm_iq4_nl, EK_GEMM_KQUANTS_256(ek_gemm_kquant_avx2)},
+     [ET_Q4_0] = gemm_q4_0, [ET_IQ4_NL] = gemm_iq4_nl, EK_GEMM_KQUANTS_256(ek_gemm_kquant_avx2),
+     EK_GEMM_Q32(gemm_q32)},
     quantize_q8_0,
     dot_f32_avx2,
     axpy_f32_avx2,

@@ -47,6 +47,7 @@ const ek_kernel_set *ek_kernels_avx512(void);
 #include "base/pool.h"
 #include "kernels/formats.h"
 #include "kernels/kquants.h"
+#include "kernels/q32.h"
 #include "kernels/rows8.h"
 #include "kernels/simd_common.h"
 #include "kernels/vec_avx512.h"
@@ -908,6 +909,8 @@ static TARGET void gemm_iq4_nl(float *y, int64_t ys, const ek_matrix *w, int64_t
     free(buf);
 }
 
+EK_GEMM_Q32_VIA(gemm_q32, gemm_q8_0)
+
 /* ---- activation quantization -------------------------------------------- */
 
 /* Bit-identical to q8_0_from_f32 in formats.c: amax ignores NaN as fmaxf
@@ -983,7 +986,8 @@ static const ek_kernel_set avx512_set = {
     "avx512",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
      [ET_Q4_0] = gemm_q4_0, [ET_Q2_K] = gemm_kq, [ET_Q3_K] = gemm_kq, [ET_Q4_K] = gemm_kq,
-     [ET_Q5_K] = gemm_kq, [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = gemm_iq4_nl},
+     [ET_Q5_K] = gemm_kq, [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = gemm_iq4_nl,
+     EK_GEMM_Q32(gemm_q32)},
     quantize_q8_0,
     dot_f32_avx512,
     axpy_f32_avx512,

@@ -7,6 +7,7 @@
 #include "kernels/formats.h"
 #include "kernels/kquants.h"
 #include "kernels/matmul.h"
+#include "kernels/q32.h"
 #include "kernels/rows8.h"
 
 /* Eight partial sums break the dependency chain so the compiler can keep
@@ -146,7 +147,8 @@ float ek_dot_f32_scalar(const float *w, const float *x, int64_t n) { return dot_
 static const ek_kernel_set scalar_set = {
     "scalar",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
-     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_scalar)},
+     [ET_Q4_0] = gemm_q4_0, EK_GEMM_KQUANTS(ek_gemm_kquant_scalar),
+     EK_GEMM_Q32(ek_gemm_q32_scalar)},
     quantize_q8_0,
     ek_dot_f32_scalar,
     ek_axpy_f32_scalar,

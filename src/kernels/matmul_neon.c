@@ -28,6 +28,7 @@ const ek_kernel_set *ek_kernels_neon(void);
 #include "kernels/cpu.h"
 #include "kernels/formats.h"
 #include "kernels/kquants.h"
+#include "kernels/q32.h"
 #include "kernels/simd_common.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -188,6 +189,8 @@ EK_QUANT_GEMM(gemm_iq4_nl_sdot, DOTPROD, qtile_sdot, QK_IQ4_NL)
 EK_QUANT_GEMM(gemm_q8_0_mull, , qtile_mull, QK_Q8_0)
 EK_QUANT_GEMM(gemm_q4_0_mull, , qtile_mull, QK_Q4_0)
 EK_QUANT_GEMM(gemm_iq4_nl_mull, , qtile_mull, QK_IQ4_NL)
+EK_GEMM_Q32_VIA(gemm_q32_sdot, gemm_q8_0_sdot)
+EK_GEMM_Q32_VIA(gemm_q32_mull, gemm_q8_0_mull)
 
 /* ---- activation quantization -------------------------------------------- */
 
@@ -243,12 +246,12 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
 
 /* The two neon sets differ only in their integer dot products: sdot where
  * the CPU has the dotprod extension, widening multiplies elsewhere. */
-#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0, GEMM_IQ4_NL, GEMM_KQUANT)                        \
+#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0, GEMM_IQ4_NL, GEMM_KQUANT, GEMM_Q32)              \
     static const ek_kernel_set NAME = {                                                        \
         "neon",                                                                                \
         {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                       \
          [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0, [ET_IQ4_NL] = GEMM_IQ4_NL,              \
-         EK_GEMM_KQUANTS_256(GEMM_KQUANT)},                                                     \
+         EK_GEMM_KQUANTS_256(GEMM_KQUANT), EK_GEMM_Q32(GEMM_Q32)},                              \
         quantize_q8_0,                                                                         \
         dot_f32_neon,                                                                          \
         axpy_f32_neon,                                                                         \
@@ -262,8 +265,8 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
         {0}, /* no interleaved-layout gemms: weights keep the row layout */                    \
         EK_NO_PREPARED,                                                                        \
     };
-NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot, gemm_iq4_nl_sdot, ek_gemm_kquant_neon_sdot)
-NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull, gemm_iq4_nl_mull, ek_gemm_kquant_neon_mull)
+NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot, gemm_iq4_nl_sdot, ek_gemm_kquant_neon_sdot, gemm_q32_sdot)
+NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull, gemm_iq4_nl_mull, ek_gemm_kquant_neon_mull, gemm_q32_mull)
 
 const ek_kernel_set *ek_kernels_neon(void)
 {

@@ -28,6 +28,9 @@ et_dtype wt_dtype_of_type(ember_type t)
     case EMBER_TYPE_Q6_K: return ET_Q6_K;
     case EMBER_TYPE_IQ4_NL: return ET_IQ4_NL;
     case EMBER_TYPE_IQ4_XS: return ET_IQ4_XS;
+    case EMBER_TYPE_Q4_1: return ET_Q4_1;
+    case EMBER_TYPE_Q5_0: return ET_Q5_0;
+    case EMBER_TYPE_Q5_1: return ET_Q5_1;
     case EMBER_TYPE_NONE: break;
     }
     return ET_DTYPE_COUNT;

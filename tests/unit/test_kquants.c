@@ -1,9 +1,12 @@
-/* K-quant and IQ4 blocks (src/kernels/kquants.h).
+/* K-quant and IQ4 blocks (src/kernels/kquants.h), and Q4_1, Q5_0, Q5_1
+ * (src/kernels/q32.h).
  *
  * Without arguments: the checks below. Bit-exactness against llama.cpp's own
  * Python dequantizer is reference/test_kquants_gguf_py.py, which runs this
  * binary as  test_kquants --dequant FILE.gguf OUT_DIR  (every tensor of the
- * file converted to fp32 by the format table, written as OUT_DIR/NAME.f32). */
+ * file converted to fp32 by the format table, written as OUT_DIR/NAME.f32)
+ * and, for the formats whose quantizer is llama.cpp's own, as
+ *  test_kquants --quant TYPE IN.f32 OUT  (IN's values quantized). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 #include "kernels/formats.h"
 #include "kernels/kquants.h"
 #include "kernels/matmul.h"
+#include "kernels/q32.h"
 
 static unsigned rng = 2024u;
 static unsigned next_u32(void)
@@ -32,6 +36,8 @@ static float gauss(void)
 
 static const et_dtype KTYPES[] = {ET_Q2_K, ET_Q3_K, ET_Q4_K, ET_Q5_K, ET_Q6_K, ET_IQ4_NL, ET_IQ4_XS};
 #define N_KTYPES (int)(sizeof KTYPES / sizeof *KTYPES)
+static const et_dtype Q32TYPES[] = {ET_Q4_1, ET_Q5_0, ET_Q5_1};
+#define N_Q32TYPES (int)(sizeof Q32TYPES / sizeof *Q32TYPES)
 
 static double snr_db(const float *ref, const float *x, int64_t n)
 {
@@ -70,12 +76,17 @@ static void quantizers_keep_what_their_bits_allow(void)
     for (int i = 0; i < N; i += 997) x[i] *= 8.0f;
     double db[ET_DTYPE_COUNT] = {0};
     for (int k = 0; k < N_KTYPES; k++) db[KTYPES[k]] = round_trip_snr(KTYPES[k], x, N);
+    for (int k = 0; k < N_Q32TYPES; k++) db[Q32TYPES[k]] = round_trip_snr(Q32TYPES[k], x, N);
     db[ET_Q4_0] = round_trip_snr(ET_Q4_0, x, N);
     db[ET_Q8_0] = round_trip_snr(ET_Q8_0, x, N);
     printf("  round-trip SNR dB: q2_k %.1f q3_k %.1f q4_0 %.1f q4_k %.1f iq4_nl %.1f iq4_xs %.1f q5_k %.1f "
-           "q6_k %.1f q8_0 %.1f\n",
+           "q6_k %.1f q8_0 %.1f\n"
+           "                     q4_1 %.1f q5_0 %.1f q5_1 %.1f\n",
            db[ET_Q2_K], db[ET_Q3_K], db[ET_Q4_0], db[ET_Q4_K], db[ET_IQ4_NL], db[ET_IQ4_XS], db[ET_Q5_K],
-           db[ET_Q6_K], db[ET_Q8_0]);
+           db[ET_Q6_K], db[ET_Q8_0], db[ET_Q4_1], db[ET_Q5_0], db[ET_Q5_1]);
+    /* the 32-value types: a fifth bit is worth ~6 dB, an offset a little */
+    CHECK(db[ET_Q4_0] + 4 < db[ET_Q5_0] && db[ET_Q4_1] + 4 < db[ET_Q5_1]);
+    CHECK(db[ET_Q4_1] > db[ET_Q4_0] && db[ET_Q5_1] > db[ET_Q5_0] && db[ET_Q5_1] < db[ET_Q8_0]);
     CHECK(db[ET_Q2_K] + 3 < db[ET_Q3_K]);
     CHECK(db[ET_Q3_K] + 3 < db[ET_Q4_K]);
     CHECK(db[ET_Q4_K] + 3 < db[ET_Q5_K]);
@@ -95,8 +106,8 @@ static void quantizers_handle_degenerate_blocks(void)
 {
     enum { N = 256 };
     float x[N], y[N];
-    for (int k = 0; k < N_KTYPES; k++) {
-        const ek_format *f = ek_format_of(KTYPES[k]);
+    for (int k = 0; k < N_KTYPES + N_Q32TYPES; k++) {
+        const ek_format *f = ek_format_of(k < N_KTYPES ? KTYPES[k] : Q32TYPES[k - N_KTYPES]);
         unsigned char q[512];
         for (int c = 0; c < 6; c++) {
             for (int i = 0; i < N; i++) {
@@ -170,6 +181,60 @@ static void dot_matches_dequantized_operands(void)
     CHECK(!ek_kq_unpack(ET_Q8_0, NULL, 0, NULL));
 }
 
+/* Q4_1, Q5_0, Q5_1: the Q8_0 form (ek_q32_to_q8_0: d, the integers and the
+ * offset) is the format, value for value, and holds each type's range for
+ * any bytes; the scalar dot equals a double-precision dot of the
+ * dequantized operands. */
+static void q32_q8_0_form_and_dot(void)
+{
+    enum { N = 32 * 24 };
+    static const int qlo[] = {0, -16, 0}, qhi[] = {15, 15, 31};
+    float a[N], x[N], wf[N], xf[N], m[N / 32];
+    unsigned char w[N];
+    ek_block_q8_0 q8[N / 32], xq[N / 32];
+    for (int k = 0; k < N_Q32TYPES; k++) {
+        const ek_format *f = ek_format_of(Q32TYPES[k]);
+        int seen_lo = 0, seen_hi = 0;
+        for (int rep = 0; rep < 40; rep++) {
+            for (int i = 0; i < N; i++) {
+                a[i] = gauss() + (rep & 1 ? 0.7f : 0.0f);
+                x[i] = frand();
+            }
+            if (rep < 20) {
+                f->from_f32(a, w, N);
+            } else { /* any bytes, the f16 fields kept to finite values */
+                for (size_t i = 0; i < sizeof w; i++) w[i] = (unsigned char)(next_u32() >> 24);
+                for (int b = 0; b < N / 32; b++) {
+                    w[b * f->block_bytes + 1] &= 0x3b;
+                    if (Q32TYPES[k] != ET_Q5_0) w[b * f->block_bytes + 3] &= 0x3b;
+                }
+            }
+            f->to_f32(w, wf, N);
+            ek_q32_to_q8_0(Q32TYPES[k], w, q8, m, N / 32);
+            for (int i = 0; i < N; i++) {
+                const int q = q8[i / 32].q[i % 32];
+                const float v = ek_f16_to_f32(q8[i / 32].d) * (float)q;
+                CHECK_MSG(q >= qlo[k] && q <= qhi[k], "%s: q %d", f->name, q);
+                CHECK_MSG((Q32TYPES[k] == ET_Q5_0 ? v : v + m[i / 32]) == wf[i], "%s value %d: %g vs %g", f->name,
+                          i, (double)v, (double)wf[i]);
+                seen_lo |= q == qlo[k];
+                seen_hi |= q == qhi[k];
+                if (check_failures_in_case > 5) return;
+            }
+            ek_format_of(ET_Q8_0)->from_f32(x, xq, N);
+            ek_format_of(ET_Q8_0)->to_f32(xq, xf, N);
+            double want = 0, mag = 0;
+            for (int i = 0; i < N; i++) {
+                want += (double)wf[i] * xf[i];
+                mag += fabs((double)wf[i] * xf[i]);
+            }
+            float got = ek_dot_q32_scalar(Q32TYPES[k], w, xq, N);
+            CHECK_MSG(fabs(got - want) <= 1e-6 * mag * sqrt((double)N), "%s: %g vs %g", f->name, (double)got, want);
+        }
+        CHECK_MSG(seen_lo && seen_hi, "%s: both ends of the value range occur", f->name);
+    }
+}
+
 /* Random bytes are valid blocks of every type (any bit pattern decodes):
  * the integer form stays in each type's documented ranges. */
 static void every_bit_pattern_decodes_in_range(void)
@@ -211,7 +276,8 @@ static void format_table_entries(void)
     } e[] = {{ET_Q2_K, "q2_k", 10, 256, 84},    {ET_Q3_K, "q3_k", 11, 256, 110},
              {ET_Q4_K, "q4_k", 12, 256, 144},   {ET_Q5_K, "q5_k", 13, 256, 176},
              {ET_Q6_K, "q6_k", 14, 256, 210},   {ET_IQ4_NL, "iq4_nl", 20, 32, 18},
-             {ET_IQ4_XS, "iq4_xs", 23, 256, 136}};
+             {ET_IQ4_XS, "iq4_xs", 23, 256, 136}, {ET_Q4_1, "q4_1", 3, 32, 20},
+             {ET_Q5_0, "q5_0", 6, 32, 22},      {ET_Q5_1, "q5_1", 7, 32, 24}};
     for (size_t i = 0; i < sizeof e / sizeof *e; i++) {
         const ek_format *f = ek_format_of(e[i].dt);
         CHECK(f && !strcmp(f->name, e[i].name) && f->ggml_type == e[i].ggml && f->block == e[i].block &&
@@ -254,12 +320,53 @@ static int dequant_file(const char *path, const char *out_dir)
     return rc;
 }
 
+/* --quant TYPE IN.f32 OUT: the fp32 values of IN quantized by the format
+ * table's from_f32 for TYPE ("q5_0", ...), the blocks written to OUT. */
+static int quant_file(const char *type, const char *in, const char *out)
+{
+    const ek_format *f = ek_format_by_name(type);
+    FILE *i = fopen(in, "rb");
+    if (!f || f->block == 1 || !i) {
+        fprintf(stderr, "--quant: no block format '%s' or no file %s\n", type, in);
+        if (i) fclose(i);
+        return 1;
+    }
+    float *x = NULL;
+    size_t n = 0, cap = 0, got;
+    do {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 4096;
+            float *nx = realloc(x, cap * sizeof *x);
+            if (!nx) break;
+            x = nx;
+        }
+        got = fread(x + n, sizeof *x, cap - n, i);
+        n += got;
+    } while (got);
+    fclose(i);
+    n -= n % (size_t)f->block;
+    void *q = malloc(ek_row_bytes(f->dtype, (int64_t)n) + 1);
+    FILE *o = q ? fopen(out, "wb") : NULL;
+    int rc = !o;
+    if (o) {
+        f->from_f32(x, q, (int64_t)n);
+        size_t bytes = ek_row_bytes(f->dtype, (int64_t)n);
+        rc = fwrite(q, 1, bytes, o) != bytes;
+        rc |= fclose(o) != 0;
+    }
+    free(q);
+    free(x);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--dequant")) return dequant_file(argv[2], argv[3]);
+    if (argc == 5 && !strcmp(argv[1], "--quant")) return quant_file(argv[2], argv[3], argv[4]);
     RUN(format_table_entries);
     RUN(every_bit_pattern_decodes_in_range);
     RUN(dot_matches_dequantized_operands);
+    RUN(q32_q8_0_form_and_dot);
     RUN(quantizers_keep_what_their_bits_allow);
     RUN(quantizers_handle_degenerate_blocks);
     return check_summary();
