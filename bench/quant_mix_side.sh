@@ -5,19 +5,18 @@
 # give each tensor the same type. Three models of 8 layers (so the
 # layer-range rules bite): 2 and 4 query heads per KV head (llama.cpp's Q2_K
 # and IQ4 rules for attn_v-like tensors turn on n_gqa), and one 192 wide,
-# whose rows are not whole K-quant blocks, for the fallback types; there
-# ember writes Q8_0 where llama.cpp writes Q5_0/Q5_1 (formats ember lacks),
-# which is counted as "no_q5" and not as a difference. One JSON line per
-# (model, mix); exits 1 on any other difference. tests/e2e/kquants.sh checks the same rules as
-# restated in Python, without llama.cpp; this is the check against the
-# program itself.
+# whose rows are not whole K-quant blocks, for the fallback types. One JSON
+# line per (model, mix); exits 1 on any difference. tests/e2e/kquants.sh
+# checks the same rules as restated in Python, without llama.cpp; this is
+# the check against the program itself. Each line also counts, per type, the
+# tensors whose bytes are identical in both files.
 #
 #   bench/quant_mix_side.sh [WORK_DIR]
 #   env: MIXES (every llama.cpp mix ember has)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-$(mktemp -d)}
-mixes=${MIXES:-q8_0 q4_0 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs}
+mixes=${MIXES:-q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs}
 mkdir -p "$work"
 make -s -j2 build/ember || exit 1
 bld=$(scripts/llama_cpp_build.sh llama-quantize) || exit 1
@@ -41,14 +40,23 @@ for shape in "gqa2 256 768 64 2" "gqa4 256 768 64 1" "w192 192 576 32 2"; do
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import gguf
-def types(path):
-    return {t.name: t.tensor_type.name for t in gguf.GGUFReader(path).tensors}
-e, l = types(sys.argv[2]), types(sys.argv[3])
+import numpy as np
+et = {t.name: t for t in gguf.GGUFReader(sys.argv[2]).tensors}
+lt = {t.name: t for t in gguf.GGUFReader(sys.argv[3]).tensors}
+e, l = ({n: t.tensor_type.name for n, t in ts.items()} for ts in (et, lt))
 diff = sorted((n, e.get(n), l.get(n)) for n in set(e) | set(l) if e.get(n) != l.get(n))
-no_q5 = [d for d in diff if d[1] == "Q8_0" and d[2] in ("Q5_0", "Q5_1")]
-diff = [d for d in diff if d not in no_q5]
+# the quantizers themselves: which types came out byte for byte the same
+# (ember's Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 are llama.cpp's reference ones; its
+# K-quant search is its own)
+raw = lambda t: np.asarray(t.data).view(np.uint8)
+same_bytes, other_bytes = {}, {}
+for n in set(e) & set(l):
+    if e[n] == l[n]:
+        d = same_bytes if np.array_equal(raw(et[n]), raw(lt[n])) else other_bytes
+        d[l[n]] = d.get(l[n], 0) + 1
 print(json.dumps({"model": sys.argv[4], "mix": sys.argv[5], "tensors": len(l), "same": not diff,
-                  "no_q5": len(no_q5), "ember_vs_llama": diff[:8]}))
+                  "types": sorted(set(l.values())), "same_bytes": same_bytes, "other_bytes": other_bytes,
+                  "ember_vs_llama": diff[:8]}))
 sys.exit(1 if diff else 0)
 PY
   done

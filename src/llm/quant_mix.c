@@ -7,7 +7,7 @@
 
 typedef enum mix_rules {
     R_SINGLE, /* every matrix in the base type */
-    R_Q4_0,   /* the base type but for the output (and a tied embedding) */
+    R_OUTPUT, /* the base type but for the output (and a tied embedding) */
     R_Q2_K,
     R_Q3_K_S,
     R_Q3_K_M,
@@ -27,10 +27,11 @@ struct quant_mix {
     mix_rules rules;
 };
 
-/* llama.cpp's names first: "q4_0", "q2_k" and "q6_k" are its mixes, not
- * the plain types (a user of llama-quantize means those). */
+/* llama.cpp's names first: "q4_0", "q5_0", "q2_k", "q6_k", ... are its
+ * mixes, not the plain types (a user of llama-quantize means those). */
 static const quant_mix mixes[] = {
-    {"q4_0", ET_Q4_0, 2, R_Q4_0},
+    {"q4_0", ET_Q4_0, 2, R_OUTPUT},      {"q4_1", ET_Q4_1, 3, R_OUTPUT},    {"q5_0", ET_Q5_0, 8, R_OUTPUT},
+    {"q5_1", ET_Q5_1, 9, R_OUTPUT},
     {"q2_k", ET_Q2_K, 10, R_Q2_K},       {"q3_k_s", ET_Q3_K, 11, R_Q3_K_S}, {"q3_k_m", ET_Q3_K, 12, R_Q3_K_M},
     {"q3_k_l", ET_Q3_K, 13, R_Q3_K_L},   {"q4_k_s", ET_Q4_K, 14, R_Q4_K_S}, {"q4_k_m", ET_Q4_K, 15, R_Q4_K_M},
     {"q5_k_s", ET_Q5_K, 16, R_Q5_K_S},   {"q5_k_m", ET_Q5_K, 17, R_Q5_K_M}, {"q6_k", ET_Q6_K, 18, R_Q6_K},
@@ -46,6 +47,8 @@ static const quant_mix singles[ET_DTYPE_COUNT] = {
     [ET_Q3_K] = {"q3_k", ET_Q3_K, 11, R_SINGLE},    [ET_Q4_K] = {"q4_k", ET_Q4_K, 14, R_SINGLE},
     [ET_Q5_K] = {"q5_k", ET_Q5_K, 16, R_SINGLE},    [ET_Q6_K] = {"q6_k", ET_Q6_K, 18, R_SINGLE},
     [ET_IQ4_NL] = {"iq4_nl", ET_IQ4_NL, 25, R_SINGLE}, [ET_IQ4_XS] = {"iq4_xs", ET_IQ4_XS, 30, R_SINGLE},
+    [ET_Q4_1] = {"q4_1", ET_Q4_1, 3, R_SINGLE},     [ET_Q5_0] = {"q5_0", ET_Q5_0, 8, R_SINGLE},
+    [ET_Q5_1] = {"q5_1", ET_Q5_1, 9, R_SINGLE},
 };
 
 const quant_mix *quant_mix_by_name(const char *name)
@@ -73,8 +76,8 @@ et_dtype quant_mix_base(const quant_mix *m) { return m->base; }
 
 const char *quant_mix_names(void)
 {
-    return "f32, f16, bf16, q8_0, q3_k, q4_k, q5_k, q4_0, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, "
-           "q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs";
+    return "f32, f16, bf16, q8_0, q3_k, q4_k, q5_k, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k_s, q3_k_m, q3_k_l, "
+           "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs";
 }
 
 /* llama.cpp's use_more_bits: the first and last eighth of the layers and
@@ -118,8 +121,17 @@ et_dtype quant_mix_type(const quant_mix *m, qm_role role, int layer, int64_t col
     et_dtype t = rule_type(m, role, layer, mm);
     if (cols % ek_format_of(t)->block == 0) return t;
     /* rows not a whole number of the type's blocks: llama.cpp's fallback
-     * (tensor_type_fallback), Q8_0 in place of its Q5_0/Q5_1, and F16 where
-     * the fallback's blocks do not fit either */
-    et_dtype f = t == ET_Q2_K || t == ET_Q3_K ? ET_Q4_0 : t == ET_IQ4_XS ? ET_IQ4_NL : ET_Q8_0;
+     * (tensor_type_fallback), and F16 where the fallback's blocks do not
+     * fit either (a 32-value type falls back to itself, so to F16) */
+    et_dtype f;
+    switch (t) {
+    case ET_Q2_K:
+    case ET_Q3_K: f = ET_Q4_0; break;
+    case ET_IQ4_XS: f = ET_IQ4_NL; break;
+    case ET_Q4_K: f = ET_Q5_0; break;
+    case ET_Q5_K: f = ET_Q5_1; break;
+    case ET_Q6_K: f = ET_Q8_0; break;
+    default: f = t; break;
+    }
     return cols % ek_format_of(f)->block == 0 ? f : ET_F16;
 }

@@ -7,9 +7,9 @@
  * release in node-llama-cpp 3.22.1) to Spark's tensors, so that a file made
  * here has the types a file made there has:
  *   - the output matrix, and the token embedding when it is tied to it, in
- *     Q6_K (Q8_0 when its rows are not a multiple of 256); for q4_0 that is
- *     the whole difference from every matrix in Q4_0 (q8_0 is the same in
- *     both: llama.cpp keeps a Q8_0 output);
+ *     Q6_K (Q8_0 when its rows are not a multiple of 256); for q4_0, q4_1,
+ *     q5_0 and q5_1 that is the whole difference from every matrix in the
+ *     base type (q8_0 is the same in both: llama.cpp keeps a Q8_0 output);
  *   - attn_qkv (fused) as llama.cpp's attn_v ("attn_v-like" there, ahead of
  *     its own attn_qkv rule, which it never reaches): Q4_K_M and Q5_K_M give
  *     Q6_K to the first and last eighth of the layers and every third in
@@ -24,9 +24,8 @@
  *   - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K;
  *   - everything else in the mix's base type.
  * Where a row length is not a multiple of a K type's 256, llama.cpp falls
- * back: Q2_K and Q3_K to Q4_0, IQ4_XS to IQ4_NL, Q6_K to Q8_0, Q4_K and Q5_K
- * to Q5_0 and Q5_1, which ember has not, so it writes Q8_0 for those (F16
- * where 32 does not divide the row either).
+ * back: Q2_K and Q3_K to Q4_0, IQ4_XS to IQ4_NL, Q4_K to Q5_0, Q5_K to
+ * Q5_1, Q6_K to Q8_0 (F16 where 32 does not divide the row either).
  * A plain format applies no fallback: such a matrix is an error to write. */
 #ifndef EMBER_LLM_QUANT_MIX_H
 #define EMBER_LLM_QUANT_MIX_H
