@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 19's quality table per format: logits SNR, top-1 agreement and KL
 # divergence against the unquantized model (bench/quant_quality.c), for
-# ember's own q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m files and, when
-# llama.cpp's llama-quantize is at hand, llama.cpp's of the same model.
+# ember's own q8_0, q6_k, q5_k_m, q5_1, q5_0, q4_k_m, q4_1, q4_0, q3_k_m
+# files (or the mixes in TYPES) and, when llama.cpp's llama-quantize is at
+# hand, llama.cpp's of the same model.
 #   bench/quality_table.sh [OUT_DIR]   (default bench/out/quality)
 # Models: the 1.7B width (the `mid` preset: hidden 2048, 8 x 256 heads,
 # intermediate 6144, 4 layers, untied; a 32768-token vocab keeps the files
@@ -13,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out/quality}
 lq=${LLAMA_QUANTIZE:-$HOME/.cache/ember/llama/build-src-3.22.1/bin/llama-quantize}
-types="q8_0 q6_k q5_k_m q4_k_m q4_0 q3_k_m"
+types=${TYPES:-q8_0 q6_k q5_k_m q5_1 q5_0 q4_k_m q4_1 q4_0 q3_k_m}
 mkdir -p "$out"
 make -s -j2 build/ember build/bench/quant_quality
 

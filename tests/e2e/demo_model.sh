@@ -101,5 +101,21 @@ print("     " + ", ".join(f"{k} {r[k]}" for k in ("snr_db_min", "snr_db_aggregat
   done
   if [ $kq_ok = 1 ]; then pass demo_kquant_mixes; echo "    $kq_report"
   else fail demo_kquant_mixes "$kq_report"; fi
+  # ggml's 32-value mixes the same way: the fifth bit is worth several dB
+  # (Q5_0 over Q4_0, Q5_1 over Q4_1).
+  lq_report=""; lq_ok=1; declare -A lq_db=()
+  for mix in q4_0 q4_1 q5_0 q5_1; do
+    if ! "$EMBER" quantize "$model" "$tmp/$mix.gguf" --type "$mix" 2>"$tmp/q.err" ||
+       ! r=$("$EMBER" parity --model "$tmp/$mix.gguf" --golden "$tmp/g.json" --json 2>>"$tmp/q.err"); then
+      lq_ok=0; lq_report+=" $mix: failed ($(tail -1 "$tmp/q.err"))"; continue
+    fi
+    read -r db top1 < <($PY -c 'import json,sys; r=json.loads(sys.argv[1]); print(r["snr_db_aggregate"], r["top1_agree"])' "$r")
+    lq_report+=" $mix ${db} dB top-1 ${top1};"; lq_db[$mix]=$db
+  done
+  if [ $lq_ok = 1 ] && $PY -c 'import sys; d = [float(v) for v in sys.argv[1:]]
+sys.exit(0 if d[2] >= d[0] + 3 and d[3] >= d[1] + 3 else 1)' \
+       "${lq_db[q4_0]}" "${lq_db[q4_1]}" "${lq_db[q5_0]}" "${lq_db[q5_1]}"; then
+    pass demo_q32_mixes; echo "    $lq_report"
+  else fail demo_q32_mixes "$lq_report"; fi
 fi
 exit $e2e_failed
