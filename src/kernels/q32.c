@@ -203,7 +203,7 @@ void ek_gemm_q32_via_q8_0(ek_gemm_fn gemm_q8_0, float *y, int64_t ys, const ek_m
     const int64_t nb = w->cols / EK_QBLOCK;
     const size_t rb = ek_row_bytes(w->dtype, w->cols);
     const size_t per_row = (size_t)nb * (sizeof(ek_block_q8_0) + (w->dtype == ET_Q5_0 ? 0 : sizeof(float)));
-    int64_t span = (int64_t)(Q32_SPAN_BYTES / per_row);
+    int64_t span = (int64_t)((Q32_SPAN_BYTES - 64) / per_row); /* 64: the offsets' alignment */
     if (span < 1) { /* a row longer than the buffer holds */
         ek_gemm_q32_scalar(y, ys, w, r0, r1, x, xs, nt);
         return;
@@ -213,7 +213,7 @@ void ek_gemm_q32_via_q8_0(ek_gemm_fn gemm_q8_0, float *y, int64_t ys, const ek_m
     ek_block_q8_0 *q8 = (ek_block_q8_0 *)buf;
     for (int64_t r = r0; r < r1; r += span) {
         const int64_t n = r1 - r < span ? r1 - r : span;
-        float *m = w->dtype == ET_Q5_0 ? NULL : (float *)(q8 + n * nb);
+        float *m = w->dtype == ET_Q5_0 ? NULL : (float *)(buf + ((size_t)(n * nb) * sizeof *q8 + 63) / 64 * 64);
         for (int64_t i = 0; i < n; i++)
             ek_q32_to_q8_0(w->dtype, (const char *)w->data + (size_t)(r + i) * rb, q8 + i * nb, m ? m + i * nb : NULL,
                            nb);

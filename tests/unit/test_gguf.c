@@ -268,8 +268,8 @@ static void test_bad_tensor_infos(void)
     set_u64(&r.b, r.offset[1], UINT64_MAX - 31);
     EXPECT_FAIL(parse(&r.b, r.b.len), EMBER_ERR_FORMAT, "runs past the end");
     build_raw(&r, 0);
-    set_u32(&r.b, r.type[0], 6);
-    EXPECT_FAIL(parse(&r.b, r.b.len), EMBER_ERR_UNSUPPORTED, "tensor 'a' has ggml type 6 (q5_0)");
+    set_u32(&r.b, r.type[0], 16);
+    EXPECT_FAIL(parse(&r.b, r.b.len), EMBER_ERR_UNSUPPORTED, "tensor 'a' has ggml type 16 (iq2_xxs)");
     set_u32(&r.b, r.type[0], 99);
     EXPECT_FAIL(parse(&r.b, r.b.len), EMBER_ERR_UNSUPPORTED, "ggml type 99 (unknown)");
     build_raw(&r, 0);
