@@ -129,9 +129,10 @@ void ek_gemm_kquant_scalar(float *y, int64_t y_stride, const struct ek_matrix *w
 void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
 
-/* IQ4_NL on AVX-512 VNNI (kquants_iq4nl_avx512.c), any number of tokens
- * (the set takes it for decode and a few): only for CPUs the avx512 set
- * runs on. */
+/* IQ4_NL on AVX-512 VNNI (blocks32_avx512.c, one kernel with Q4_1, Q5_0
+ * and Q5_1, whose entry points are in q32.h), any number of tokens (the
+ * set takes it for decode and a few): only for CPUs the avx512 set runs
+ * on. */
 void ek_gemm_iq4_nl_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
 /* n IQ4_NL blocks to Q8_0 blocks, exactly (the same d, q = the level): how

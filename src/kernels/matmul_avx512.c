@@ -877,39 +877,125 @@ Q_GEMM_PREPARED(gemm_prepared_q4_0, pk_sixteens, 1)
 Q_GEMM_PREPARED(gemm_prepared_r8_q8_0, pk_sixteens_r8, 0)
 Q_GEMM_PREPARED(gemm_prepared_r8_q4_0, pk_sixteens_r8, 1)
 
-/* IQ4_NL (kquants_iq4nl_avx512.c): decode and a few tokens on its own
- * kernel; many tokens on the Q8_0 tiles above, into which an IQ4_NL block
- * turns exactly (same d, q = level): the activations are packed once, then
- * each span of rows is turned into Q8_0 (IQ_SPAN_BYTES, in L2) and meets
- * all of them. Out of memory: the IQ4_NL kernel. */
+/* The "_1" types' offsets term for one span of rows (prefill): y[t][i] +=
+ * sum_b m[b][i] sx[t][b], m transposed ([block][row], stride ms) so that 16
+ * rows take one vector, sx[t][b] = dx sum(qx) of token t's block b. A tile
+ * is V vectors of rows x T tokens: per block V loads of m and T broadcasts
+ * feed V x T fmas (loads, not fmas, bounded the one-vector form). k masks
+ * the last vector's rows. */
+INLINE void offsets_tile(float *y, int64_t ys, const float *m, int64_t ms, const float *sx, int64_t nb, int t0,
+                         int64_t i, __mmask16 k, const int V, const int T)
+{
+    __m512 acc[2][8];
+    _Pragma("GCC unroll 2") for (int v = 0; v < V; v++)
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[v][t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512 mv[2];
+        _Pragma("GCC unroll 2") for (int v = 0; v < V; v++)
+            mv[v] = _mm512_maskz_loadu_ps(v == V - 1 ? k : (__mmask16)0xffff, m + b * ms + i + 16 * v);
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+            const __m512 s = _mm512_set1_ps(sx[(int64_t)(t0 + t) * nb + b]);
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) acc[v][t] = _mm512_fmadd_ps(mv[v], s, acc[v][t]);
+        }
+    }
+    _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) {
+        const __mmask16 kv = v == V - 1 ? k : (__mmask16)0xffff;
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+            float *o = y + (int64_t)(t0 + t) * ys + i + 16 * v;
+            _mm512_mask_storeu_ps(o, kv, _mm512_add_ps(_mm512_maskz_loadu_ps(kv, o), acc[v][t]));
+        }
+    }
+}
+
+static TARGET void add_offsets(float *y, int64_t ys, const float *m, int64_t ms, const float *sx, int64_t nb,
+                               int nt, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 32) {
+        const int64_t left = n - i < 32 ? n - i : 32; /* rows of this tile: two vectors, or one */
+        const __mmask16 k = (__mmask16)(left % 16 ? (1u << (left % 16)) - 1 : 0xffff);
+        int t = 0;
+        if (left > 16) {
+            for (; t + 8 <= nt; t += 8) offsets_tile(y, ys, m, ms, sx, nb, t, i, k, 2, 8);
+            for (; t < nt; t++) offsets_tile(y, ys, m, ms, sx, nb, t, i, k, 2, 1);
+        } else {
+            for (; t + 8 <= nt; t += 8) offsets_tile(y, ys, m, ms, sx, nb, t, i, k, 1, 8);
+            for (; t < nt; t++) offsets_tile(y, ys, m, ms, sx, nb, t, i, k, 1, 1);
+        }
+    }
+}
+
+/* dx sum(qx) of every token's every block, sx[t * nb + b]. */
+static TARGET void block_sums(float *sx, const char *x, size_t xs, int nt, int64_t nb)
+{
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int t = 0; t < nt; t++) {
+        const ek_block_q8_0 *xb = (const ek_block_q8_0 *)(x + (size_t)t * xs);
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)xb[b].q);
+            const __m256i s8 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
+            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+            sx[(int64_t)t * nb + b] = _cvtsh_ss(xb[b].d) * (float)_mm_cvtsi128_si32(s);
+        }
+    }
+}
+
+/* The other 32-value block formats: IQ4_NL, Q4_1, Q5_0, Q5_1
+ * (blocks32_avx512.c). Decode and a few tokens on their own kernel; many
+ * tokens on the Q8_0 tiles above, into which each block turns exactly
+ * (IQ4_NL: q = level; Q5_0: q - 16; Q4_1/Q5_1: q, the offset m kept aside,
+ * same d): the activations are packed once, then each span of rows is
+ * turned into Q8_0 (IQ_SPAN_BYTES, in L2) and meets all of them; for the
+ * "_1" types the span's offsets term follows, an fp32 product of its m
+ * (blocks x rows) and the tokens' dx sum(qx) (add_offsets). Out of memory:
+ * the decode kernel. */
 #ifndef IQ_SPAN_BYTES
 #define IQ_SPAN_BYTES (256 * 1024)
 #endif
-static TARGET void gemm_iq4_nl(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
-                               const void *x, size_t xs, int nt)
+static TARGET void gemm_blocks32(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                                 const void *x, size_t xs, int nt)
 {
-    const size_t q8rb = ek_row_bytes(ET_Q8_0, w->cols), rb = ek_row_bytes(ET_IQ4_NL, w->cols);
+    const et_dtype dt = w->dtype;
+    const ek_gemm_fn few = dt == ET_IQ4_NL ? ek_gemm_iq4_nl_avx512 : ek_gemm_q32_avx512;
+    if (nt <= PAIR_MAX_TOKENS || r1 <= r0) {
+        few(y, ys, w, r0, r1, x, xs, nt);
+        return;
+    }
+    const int64_t nb = w->cols / EK_QBLOCK;
+    const int offsets = dt == ET_Q4_1 || dt == ET_Q5_1;
+    const size_t q8rb = ek_row_bytes(ET_Q8_0, w->cols), rb = ek_row_bytes(dt, w->cols);
     const size_t prep = prepared_bytes_q(nt, w->cols);
     int64_t span = (int64_t)(IQ_SPAN_BYTES / q8rb) / 12 * 12; /* whole tiles of 4 and 6 rows */
     if (span < 12) span = 12;
     if (span > r1 - r0) span = r1 - r0;
-    uint8_t *buf = nt > PAIR_MAX_TOKENS && r1 > r0 ? aligned_alloc(64, (prep + (size_t)span * q8rb + 63) / 64 * 64) : NULL;
+    const int64_t ms = (span + 15) / 16 * 16; /* the span's offsets, m[b * ms + i] */
+    const size_t q8_bytes = ((size_t)span * q8rb + 63) / 64 * 64;
+    const size_t m_bytes = offsets ? ((size_t)nb * (size_t)ms + (size_t)nt * (size_t)nb) * sizeof(float) : 0;
+    uint8_t *buf = aligned_alloc(64, (prep + q8_bytes + m_bytes + 63) / 64 * 64);
     if (!buf) {
-        ek_gemm_iq4_nl_avx512(y, ys, w, r0, r1, x, xs, nt);
+        few(y, ys, w, r0, r1, x, xs, nt);
         return;
     }
     prepare_q(buf, x, xs, nt, w->cols, 0, 1);
     char *q8 = (char *)buf + prep;
+    float *m = (float *)(q8 + q8_bytes), *sx = m + (size_t)nb * (size_t)ms;
+    if (offsets) block_sums(sx, x, xs, nt, nb);
     for (int64_t r = r0; r < r1; r += span) {
         const int64_t n = r1 - r < span ? r1 - r : span;
-        ek_iq4_nl_to_q8_0_avx512(q8, (const char *)w->data + (size_t)r * rb, n * (w->cols / EK_QBLOCK));
+        const char *src = (const char *)w->data + (size_t)r * rb;
+        if (dt == ET_IQ4_NL)
+            ek_iq4_nl_to_q8_0_avx512(q8, src, n * nb);
+        else
+            for (int64_t i = 0; i < n; i++)
+                ek_q32_to_q8_0_avx512(dt, src + (size_t)i * rb, q8 + (size_t)i * q8rb, offsets ? m + i : NULL, ms,
+                                      nb);
         const ek_matrix q = {ET_Q8_0, q8, n, w->cols, EK_LAYOUT_ROWS};
         gemm_q_packed(y + r, ys, &q, 0, n, NULL, 0, nt, 0, &pk_sixteens, buf);
+        if (offsets) add_offsets(y + r, ys, m, ms, sx, nb, nt, n);
     }
     free(buf);
 }
-
-EK_GEMM_Q32_VIA(gemm_q32, gemm_q8_0)
 
 /* ---- activation quantization -------------------------------------------- */
 
@@ -986,8 +1072,8 @@ static const ek_kernel_set avx512_set = {
     "avx512",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
      [ET_Q4_0] = gemm_q4_0, [ET_Q2_K] = gemm_kq, [ET_Q3_K] = gemm_kq, [ET_Q4_K] = gemm_kq,
-     [ET_Q5_K] = gemm_kq, [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = gemm_iq4_nl,
-     EK_GEMM_Q32(gemm_q32)},
+     [ET_Q5_K] = gemm_kq, [ET_Q6_K] = gemm_kq, [ET_IQ4_XS] = gemm_kq, [ET_IQ4_NL] = gemm_blocks32,
+     EK_GEMM_Q32(gemm_blocks32)},
     quantize_q8_0,
     dot_f32_avx512,
     axpy_f32_avx512,

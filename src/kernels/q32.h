@@ -76,6 +76,15 @@ void ek_gemm_q32_scalar(float *y, int64_t y_stride, const ek_matrix *w, int64_t 
 void ek_gemm_q32_via_q8_0(ek_gemm_fn gemm_q8_0, float *y, int64_t y_stride, const ek_matrix *w, int64_t r0,
                           int64_t r1, const void *x, size_t x_stride, int n_tokens);
 
+/* The avx512 set's kernels (blocks32_avx512.c, beside IQ4_NL's; only for
+ * CPUs that set runs on): the gemm for decode and a few tokens (any count
+ * works), and n blocks of `dtype` turned into Q8_0 blocks at dst for its
+ * prefill, as ek_q32_to_q8_0 does but with block b's offset written to
+ * m[b * m_stride] (nothing for Q5_0, or when m is NULL). */
+void ek_gemm_q32_avx512(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
+                        size_t x_stride, int n_tokens);
+void ek_q32_to_q8_0_avx512(et_dtype dtype, const void *src, void *dst, float *m, int64_t m_stride, int64_t n);
+
 /* A set's gemm for the three types on its Q8_0 gemm. */
 #define EK_GEMM_Q32_VIA(NAME, GEMM_Q8_0)                                                                    \
     static void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,       \

@@ -367,20 +367,26 @@ static void simd_sets_match_scalar_twin(void)
         }
 }
 
-/* IQ4_NL shapes past the sweep's: rows longer than the avx512 kernel's
- * packed activations hold (it does them in column chunks, at one and at
- * four tokens a pass, with blocks left over for the scalar tail), and a
- * prefill over more rows than one span of its Q8_0 conversion. */
-static void iq4_nl_long_rows_and_row_spans(void)
+/* The 32-value block formats with kernels of their own (IQ4_NL, Q4_1,
+ * Q5_0, Q5_1) in shapes past the sweep's: rows longer than the avx512
+ * kernel's packed activations hold (it does them in column chunks, at one
+ * and at four tokens a pass, with blocks left over for the scalar tail),
+ * and a prefill over more rows than one span of its Q8_0 conversion, with
+ * token counts that leave the offsets' term its tails (not multiples of 8
+ * tokens or 16 rows). */
+static void blocks32_long_rows_and_row_spans(void)
 {
+    static const et_dtype types[] = {ET_IQ4_NL, ET_Q4_1, ET_Q5_0, ET_Q5_1};
     static const struct { int64_t rows, blocks; int tokens; } cases[] = {
-        {3, 1031, 1}, {5, 263, 4}, {5, 263, 5}, {150, 161, 33}, {97, 64, 9},
+        {3, 1031, 1}, {5, 263, 4}, {5, 263, 5}, {150, 161, 33}, {97, 64, 9}, {41, 5, 17},
     };
     const ek_kernel_set *sets[4];
     int n_sets = simd_sets(sets);
     for (int si = 0; si < n_sets; si++)
-        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-            if (simd_case(sets[si], ET_IQ4_NL, cases[i].rows, EK_QBLOCK * cases[i].blocks, cases[i].tokens)) return;
+        for (size_t d = 0; d < sizeof types / sizeof *types; d++)
+            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+                if (simd_case(sets[si], types[d], cases[i].rows, EK_QBLOCK * cases[i].blocks, cases[i].tokens))
+                    return;
 }
 
 /* K-quant rows longer than the sweep's, at 5-8 tokens: there several
@@ -859,7 +865,7 @@ int main(void)
     RUN(best_set_is_runnable);
     RUN(simd_quantize_q8_0_is_bit_identical);
     RUN(simd_sets_match_scalar_twin);
-    RUN(iq4_nl_long_rows_and_row_spans);
+    RUN(blocks32_long_rows_and_row_spans);
     RUN(kquant_row_blocks_of_several_passes);
     RUN(rows8_layout_matches_row_layout);
     RUN(rope_rotates_leading_dims_only);
