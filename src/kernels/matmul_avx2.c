@@ -16,7 +16,9 @@
  *    unsigned as they are; the -8 offset is taken off as 8 * x in int16,
  *    exactly. IQ4_NL is Q4_0's layout whose nibbles index 16 levels
  *    (-127..113): a vpshufb of the levels turns the nibbles into a Q8_0
- *    block in registers, which then takes the sign trick.
+ *    block in registers, which then takes the sign trick. Q4_1, Q5_0 and
+ *    Q5_1 (q32.h) are Q4_0's nibbles plus a fifth bit (a byte mask from qh)
+ *    and/or an fp32 offset term; Q5_0's -16 is taken off as Q4_0's -8.
  * Weights come from mmapped files: every load is unaligned. */
 #include "kernels/matmul.h"
 
@@ -151,32 +153,59 @@ INLINE __m256i nibbles(const ek_block_q4_0 *b)
     return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
 }
 
-/* The weight formats of qtile. */
-enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL };
+/* The fifth bits of a Q5 block (q32.h: bit k of qh is element k, which is
+ * byte k of nibbles()) as 0x10 in the bytes whose bit is set: each byte
+ * picks its qh byte, keeps its own bit and compares. */
+INLINE __m256i fifth_bits(const uint8_t *qh)
+{
+    uint32_t h;
+    memcpy(&h, qh, 4);
+    const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                          3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), pick), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+
+/* The weight formats of qtile (Q4_1, Q5_0, Q5_1: q32.h). */
+enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL, QK_Q4_1, QK_Q5_0, QK_Q5_1 };
+
+/* Bytes of a block, and where its nibbles and fifth bits start. */
+INLINE size_t qk_bytes(const int kind)
+{
+    static const size_t bytes[] = {sizeof(ek_block_q8_0), sizeof(ek_block_q4_0), sizeof(ek_block_q4_0),
+                                   sizeof(ek_block_q4_1), sizeof(ek_block_q5_0), sizeof(ek_block_q5_1)};
+    return bytes[kind];
+}
 
 /* R rows x T tokens, one block at a time. Per block the activation side
- * (bytes, scale, and for Q4_0 the 8 * x pairs) is loaded once per token and
- * reused for the R rows. */
+ * (bytes, scale, and for Q4_0 and Q5_0 the 8 * x or 16 * x pairs) is loaded
+ * once per token and reused for the R rows. Q4_1/Q5_1's values q (0..31)
+ * are unsigned as they are; their offset m adds m * dx * sum(x), summed per
+ * lane alongside the dot (the lanes' partial sums of x, once per token). */
 INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, const char *x,
                   size_t xs, int t0, int64_t nb, const int R, const int T, const int kind)
 {
-    const int q4 = kind == QK_Q4_0;
+    const int q4 = kind == QK_Q4_0, q5 = kind == QK_Q5_0 || kind == QK_Q5_1;
+    const int unsigned_q = q4 || kind == QK_Q4_1 || q5, offset = kind == QK_Q4_1 || kind == QK_Q5_1;
     __m256 acc[4][4];
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
         _Pragma("GCC unroll 4") for (int j = 0; j < T; j++) acc[i][j] = _mm256_setzero_ps();
-    const __m256i ones16 = _mm256_set1_epi16(1), eights = _mm256_set1_epi8(8);
+    const __m256i ones16 = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+    const __m256i bias = _mm256_set1_epi8(kind == QK_Q5_0 ? 16 : 8); /* Q4_0: q - 8, Q5_0: q - 16 */
     const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ek_iq4_levels));
-    const size_t bb = kind == QK_Q8_0 ? sizeof(ek_block_q8_0) : sizeof(ek_block_q4_0);
+    const size_t bb = qk_bytes(kind);
     const char *pf = w + (size_t)(r + R * PF_AHEAD_TILES) * rb;
     for (int64_t b = 0; b < nb; b++) {
         if (T == 1) prefetch_step(pf + (size_t)b * R * bb, (int)(R * bb));
         __m256i xq[4], x8[4];
-        __m256 dx[4];
+        __m256 dx[4], xsum[4];
         _Pragma("GCC unroll 4") for (int j = 0; j < T; j++) {
             const ek_block_q8_0 *xb = (const ek_block_q8_0 *)(x + (size_t)(t0 + j) * xs) + b;
             xq[j] = _mm256_loadu_si256((const __m256i *)xb->q);
             dx[j] = half_bcast(xb->d);
-            if (q4) x8[j] = _mm256_maddubs_epi16(eights, xq[j]);
+            if (q4 || kind == QK_Q5_0) x8[j] = _mm256_maddubs_epi16(bias, xq[j]);
+            if (offset) xsum[j] = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xq[j]), ones16));
         }
         _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
             const char *blk = w + (size_t)(r + i) * rb + (size_t)b * bb;
@@ -184,6 +213,11 @@ INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, con
             __m256i wu, ws = _mm256_setzero_si256();
             if (q4) {
                 wu = nibbles((const ek_block_q4_0 *)blk);
+            } else if (kind == QK_Q4_1) {
+                wu = nibbles((const ek_block_q4_0 *)(blk + 2)); /* d, m, then Q4_0's layout */
+            } else if (q5) { /* d, (m,) qh[4], qs[16] */
+                const char *qh = blk + (kind == QK_Q5_0 ? 2 : 4);
+                wu = _mm256_or_si256(nibbles((const ek_block_q4_0 *)(qh + 2)), fifth_bits((const uint8_t *)qh));
             } else if (kind == QK_IQ4_NL) {
                 ws = _mm256_shuffle_epi8(levels, nibbles((const ek_block_q4_0 *)blk));
                 wu = _mm256_abs_epi8(ws);
@@ -191,11 +225,15 @@ INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, con
                 ws = _mm256_loadu_si256((const __m256i *)(blk + 2));
                 wu = _mm256_abs_epi8(ws);
             }
+            const __m256 mw = offset ? half_bcast(ld16(blk + 2)) : dw;
             _Pragma("GCC unroll 4") for (int j = 0; j < T; j++) {
-                __m256i p = q4 ? _mm256_sub_epi16(_mm256_maddubs_epi16(wu, xq[j]), x8[j])
-                               : _mm256_maddubs_epi16(wu, _mm256_sign_epi8(xq[j], ws));
+                /* |p| <= 2 * 31 * 128 for the unsigned 5-bit values */
+                __m256i p = q4 || kind == QK_Q5_0 ? _mm256_sub_epi16(_mm256_maddubs_epi16(wu, xq[j]), x8[j])
+                            : unsigned_q         ? _mm256_maddubs_epi16(wu, xq[j])
+                                                 : _mm256_maddubs_epi16(wu, _mm256_sign_epi8(xq[j], ws));
                 __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones16));
                 acc[i][j] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dw, dx[j]), acc[i][j]);
+                if (offset) acc[i][j] = _mm256_fmadd_ps(xsum[j], _mm256_mul_ps(mw, dx[j]), acc[i][j]);
             }
         }
     }
@@ -207,7 +245,9 @@ INLINE void qtile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, con
 EK_QUANT_GEMM(gemm_q8_0, TARGET, qtile, QK_Q8_0)
 EK_QUANT_GEMM(gemm_q4_0, TARGET, qtile, QK_Q4_0)
 EK_QUANT_GEMM(gemm_iq4_nl, TARGET, qtile, QK_IQ4_NL)
-EK_GEMM_Q32_VIA(gemm_q32, gemm_q8_0)
+EK_QUANT_GEMM(gemm_q4_1, TARGET, qtile, QK_Q4_1)
+EK_QUANT_GEMM(gemm_q5_0, TARGET, qtile, QK_Q5_0)
+EK_QUANT_GEMM(gemm_q5_1, TARGET, qtile, QK_Q5_1)
 
 /* ---- activation quantization -------------------------------------------- */
 
@@ -290,7 +330,7 @@ static const ek_kernel_set avx2_set = {
     "avx2",
     {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16, [ET_Q8_0] = gemm_q8_0,
      [ET_Q4_0] = gemm_q4_0, [ET_IQ4_NL] = gemm_iq4_nl, EK_GEMM_KQUANTS_256(ek_gemm_kquant_avx2),
-     EK_GEMM_Q32(gemm_q32)},
+     [ET_Q4_1] = gemm_q4_1, [ET_Q5_0] = gemm_q5_0, [ET_Q5_1] = gemm_q5_1},
     quantize_q8_0,
     dot_f32_avx2,
     axpy_f32_avx2,

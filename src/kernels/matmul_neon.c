@@ -10,7 +10,9 @@
  * additions differs (the integer block dots are exact). Unlike x86's
  * vpdpbusd, sdot is signed x signed, so no offset tricks are needed: Q4_0
  * nibbles just have 8 subtracted, and IQ4_NL (Q4_0's layout, its nibbles
- * indexing 16 levels) looks its nibbles up with one tbl per 16. Tiles: R rows x T tokens of accumulators,
+ * indexing 16 levels) looks its nibbles up with one tbl per 16; Q4_1, Q5_0
+ * and Q5_1 (q32.h) are Q4_0's nibbles plus a fifth bit (a tst mask from qh)
+ * and/or an offset term. Tiles: R rows x T tokens of accumulators,
  * so each weight vector loaded serves T tokens. Weights come from mmapped
  * files: all loads are unaligned (vld1 has no alignment requirement).
  *
@@ -105,8 +107,24 @@ EK_FLOAT_GEMM(gemm_bf16, tile_bf16, )
 
 /* ---- Q8_0 / Q4_0 ----------------------------------------------------------- */
 
-/* The weight formats of the tiles. */
-enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL };
+/* The weight formats of the tiles (Q4_1, Q5_0, Q5_1: q32.h). */
+enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL, QK_Q4_1, QK_Q5_0, QK_Q5_1 };
+
+INLINE size_t qk_bytes(const int kind)
+{
+    static const size_t bytes[] = {sizeof(ek_block_q8_0), sizeof(ek_block_q4_0), sizeof(ek_block_q4_0),
+                                   sizeof(ek_block_q4_1), sizeof(ek_block_q5_0), sizeof(ek_block_q5_1)};
+    return bytes[kind];
+}
+
+/* 0x10 in lane k where bit k of the two bytes h0, h1 (a Q5 block's qh, as
+ * elements 0..15 or 16..31) is set. */
+INLINE uint8x16_t fifth_bits(uint8_t h0, uint8_t h1)
+{
+    static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t v = vcombine_u8(vdup_n_u8(h0), vdup_n_u8(h1));
+    return vandq_u8(vtstq_u8(v, vld1q_u8(bit)), vdupq_n_u8(0x10));
+}
 
 /* A weight block as two vectors of signed values in the activation block's
  * element order (Q4_0, IQ4_NL: low nibbles are elements 0..15, high
@@ -123,6 +141,18 @@ INLINE void wblock(const char *blk, int kind, int8x16_t *w0, int8x16_t *w1)
         int8x16_t eight = vdupq_n_s8(8);
         *w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(qs, vdupq_n_u8(0x0f))), eight);
         *w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(qs, 4)), eight);
+    } else if (kind == QK_Q4_1) { /* d, m, qs: the values 0..15 as they are */
+        uint8x16_t qs = vld1q_u8((const uint8_t *)blk + 4);
+        *w0 = vreinterpretq_s8_u8(vandq_u8(qs, vdupq_n_u8(0x0f)));
+        *w1 = vreinterpretq_s8_u8(vshrq_n_u8(qs, 4));
+    } else if (kind == QK_Q5_0 || kind == QK_Q5_1) { /* d, (m,) qh[4], qs[16] */
+        const uint8_t *qh = (const uint8_t *)blk + (kind == QK_Q5_0 ? 2 : 4);
+        uint8x16_t qs = vld1q_u8(qh + 4);
+        uint8x16_t lo = vorrq_u8(vandq_u8(qs, vdupq_n_u8(0x0f)), fifth_bits(qh[0], qh[1]));
+        uint8x16_t hi = vorrq_u8(vshrq_n_u8(qs, 4), fifth_bits(qh[2], qh[3]));
+        int8x16_t bias = vdupq_n_s8(kind == QK_Q5_0 ? 16 : 0);
+        *w0 = vsubq_s8(vreinterpretq_s8_u8(lo), bias);
+        *w1 = vsubq_s8(vreinterpretq_s8_u8(hi), bias);
     } else {
         *w0 = vld1q_s8((const int8_t *)blk + 2);
         *w1 = vld1q_s8((const int8_t *)blk + 18);
@@ -146,38 +176,47 @@ INLINE int32x4_t bdot_mull(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x
 }
 
 /* R rows x T tokens, block by block; the scale product d_w * d_x is a
- * scalar multiply-add onto the converted int32 lanes. */
+ * scalar multiply-add onto the converted int32 lanes. Q4_1/Q5_1's offset m
+ * adds m * dx * sum(x) per block, in a scalar beside the lanes (the sum
+ * once per token and block). */
 #define QTILE(NAME, ATTR, BDOT)                                                              \
     ATTR INLINE void NAME(float *y, int64_t ys, const char *w, size_t rb, int64_t r,          \
                           const char *x, size_t xs, int t0, int64_t nb, const int R,         \
                           const int T, const int kind)                                       \
     {                                                                                        \
         float32x4_t acc[4][4];                                                               \
+        float off[4][4] = {{0}};                                                             \
+        const int offset = kind == QK_Q4_1 || kind == QK_Q5_1;                              \
         for (int i = 0; i < R; i++)                                                          \
             for (int j = 0; j < T; j++) acc[i][j] = vdupq_n_f32(0.0f);                       \
-        const size_t bb = kind == QK_Q8_0 ? sizeof(ek_block_q8_0) : sizeof(ek_block_q4_0);    \
+        const size_t bb = qk_bytes(kind);                                                    \
         for (int64_t b = 0; b < nb; b++) {                                                   \
             int8x16_t x0[4], x1[4];                                                          \
-            float dx[4];                                                                     \
+            float dx[4], sx[4];                                                              \
             for (int j = 0; j < T; j++) {                                                    \
                 const ek_block_q8_0 *xb = (const ek_block_q8_0 *)(x + (size_t)(t0 + j) * xs) + b; \
                 x0[j] = vld1q_s8(xb->q);                                                     \
                 x1[j] = vld1q_s8(xb->q + 16);                                                \
                 dx[j] = half_to_f32(&xb->d);                                                 \
+                if (offset)                                                                  \
+                    sx[j] = dx[j] * (float)(vaddlvq_s8(x0[j]) + vaddlvq_s8(x1[j]));          \
             }                                                                                \
             for (int i = 0; i < R; i++) {                                                    \
                 const char *blk = w + (size_t)(r + i) * rb + (size_t)b * bb;                 \
                 int8x16_t w0, w1;                                                            \
                 wblock(blk, kind, &w0, &w1);                                                 \
-                float dw = half_to_f32(blk);                                                 \
-                for (int j = 0; j < T; j++)                                                  \
+                float dw = half_to_f32(blk), mw = offset ? half_to_f32(blk + 2) : 0.0f;       \
+                for (int j = 0; j < T; j++) {                                                \
                     acc[i][j] = vfmaq_n_f32(acc[i][j],                                       \
                                             vcvtq_f32_s32(BDOT(w0, w1, x0[j], x1[j])),       \
                                             dw * dx[j]);                                     \
+                    if (offset) off[i][j] += mw * sx[j];                                     \
+                }                                                                            \
             }                                                                                \
         }                                                                                    \
         for (int i = 0; i < R; i++)                                                          \
-            for (int j = 0; j < T; j++) y[(t0 + j) * ys + r + i] = vaddvq_f32(acc[i][j]);   \
+            for (int j = 0; j < T; j++)                                                      \
+                y[(t0 + j) * ys + r + i] = vaddvq_f32(acc[i][j]) + off[i][j];               \
     }
 
 QTILE(qtile_sdot, DOTPROD, bdot_sdot)
@@ -189,8 +228,12 @@ EK_QUANT_GEMM(gemm_iq4_nl_sdot, DOTPROD, qtile_sdot, QK_IQ4_NL)
 EK_QUANT_GEMM(gemm_q8_0_mull, , qtile_mull, QK_Q8_0)
 EK_QUANT_GEMM(gemm_q4_0_mull, , qtile_mull, QK_Q4_0)
 EK_QUANT_GEMM(gemm_iq4_nl_mull, , qtile_mull, QK_IQ4_NL)
-EK_GEMM_Q32_VIA(gemm_q32_sdot, gemm_q8_0_sdot)
-EK_GEMM_Q32_VIA(gemm_q32_mull, gemm_q8_0_mull)
+EK_QUANT_GEMM(gemm_q4_1_sdot, DOTPROD, qtile_sdot, QK_Q4_1)
+EK_QUANT_GEMM(gemm_q5_0_sdot, DOTPROD, qtile_sdot, QK_Q5_0)
+EK_QUANT_GEMM(gemm_q5_1_sdot, DOTPROD, qtile_sdot, QK_Q5_1)
+EK_QUANT_GEMM(gemm_q4_1_mull, , qtile_mull, QK_Q4_1)
+EK_QUANT_GEMM(gemm_q5_0_mull, , qtile_mull, QK_Q5_0)
+EK_QUANT_GEMM(gemm_q5_1_mull, , qtile_mull, QK_Q5_1)
 
 /* ---- activation quantization -------------------------------------------- */
 
@@ -246,12 +289,13 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
 
 /* The two neon sets differ only in their integer dot products: sdot where
  * the CPU has the dotprod extension, widening multiplies elsewhere. */
-#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0, GEMM_IQ4_NL, GEMM_KQUANT, GEMM_Q32)              \
+#define NEON_SET(NAME, GEMM_Q8_0, GEMM_Q4_0, GEMM_IQ4_NL, GEMM_KQUANT, V)                     \
     static const ek_kernel_set NAME = {                                                        \
         "neon",                                                                                \
         {[ET_F32] = gemm_f32, [ET_F16] = gemm_f16, [ET_BF16] = gemm_bf16,                       \
          [ET_Q8_0] = GEMM_Q8_0, [ET_Q4_0] = GEMM_Q4_0, [ET_IQ4_NL] = GEMM_IQ4_NL,              \
-         EK_GEMM_KQUANTS_256(GEMM_KQUANT), EK_GEMM_Q32(GEMM_Q32)},                              \
+         EK_GEMM_KQUANTS_256(GEMM_KQUANT), [ET_Q4_1] = gemm_q4_1_##V,                          \
+         [ET_Q5_0] = gemm_q5_0_##V, [ET_Q5_1] = gemm_q5_1_##V},                                 \
         quantize_q8_0,                                                                         \
         dot_f32_neon,                                                                          \
         axpy_f32_neon,                                                                         \
@@ -265,8 +309,8 @@ EK_ATTN_FROM_DOT_AXPY(attn_scores_neon, attn_accum_neon, dot_f32_neon, axpy_f32_
         {0}, /* no interleaved-layout gemms: weights keep the row layout */                    \
         EK_NO_PREPARED,                                                                        \
     };
-NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot, gemm_iq4_nl_sdot, ek_gemm_kquant_neon_sdot, gemm_q32_sdot)
-NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull, gemm_iq4_nl_mull, ek_gemm_kquant_neon_mull, gemm_q32_mull)
+NEON_SET(neon_dot_set, gemm_q8_0_sdot, gemm_q4_0_sdot, gemm_iq4_nl_sdot, ek_gemm_kquant_neon_sdot, sdot)
+NEON_SET(neon_set, gemm_q8_0_mull, gemm_q4_0_mull, gemm_iq4_nl_mull, ek_gemm_kquant_neon_mull, mull)
 
 const ek_kernel_set *ek_kernels_neon(void)
 {

@@ -1,5 +1,4 @@
-/* Q4_1, Q5_0 and Q5_1 (q32.h): conversions, the scalar reference and the
- * run on a set's Q8_0 gemm. */
+/* Q4_1, Q5_0 and Q5_1 (q32.h): conversions and the scalar reference. */
 #include "kernels/q32.h"
 
 #include <math.h>
@@ -190,48 +189,4 @@ void ek_gemm_q32_scalar(float *y, int64_t ys, const ek_matrix *w, int64_t r0, in
             y[(int64_t)t * ys + r] = ek_dot_q32_scalar(w->dtype, (const char *)w->data + (size_t)r * rb,
                                                        (const ek_block_q8_0 *)((const char *)x + (size_t)t * xs),
                                                        w->cols);
-}
-
-/* ---- on a set's Q8_0 gemm ------------------------------------------------------------ */
-
-/* The stack buffer of one span: its rows as Q8_0 and their offsets. */
-#define Q32_SPAN_BYTES (48 * 1024)
-
-void ek_gemm_q32_via_q8_0(ek_gemm_fn gemm_q8_0, float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
-                          const void *x, size_t xs, int nt)
-{
-    const int64_t nb = w->cols / EK_QBLOCK;
-    const size_t rb = ek_row_bytes(w->dtype, w->cols);
-    const size_t per_row = (size_t)nb * (sizeof(ek_block_q8_0) + (w->dtype == ET_Q5_0 ? 0 : sizeof(float)));
-    int64_t span = (int64_t)((Q32_SPAN_BYTES - 64) / per_row); /* 64: the offsets' alignment */
-    if (span < 1) { /* a row longer than the buffer holds */
-        ek_gemm_q32_scalar(y, ys, w, r0, r1, x, xs, nt);
-        return;
-    }
-    _Alignas(64) unsigned char buf[Q32_SPAN_BYTES];
-    float sx[Q32_SPAN_BYTES / sizeof(ek_block_q8_0)]; /* one token's dx * sum(qx) per block */
-    ek_block_q8_0 *q8 = (ek_block_q8_0 *)buf;
-    for (int64_t r = r0; r < r1; r += span) {
-        const int64_t n = r1 - r < span ? r1 - r : span;
-        float *m = w->dtype == ET_Q5_0 ? NULL : (float *)(buf + ((size_t)(n * nb) * sizeof *q8 + 63) / 64 * 64);
-        for (int64_t i = 0; i < n; i++)
-            ek_q32_to_q8_0(w->dtype, (const char *)w->data + (size_t)(r + i) * rb, q8 + i * nb, m ? m + i * nb : NULL,
-                           nb);
-        const ek_matrix q = {ET_Q8_0, q8, n, w->cols, EK_LAYOUT_ROWS};
-        gemm_q8_0(y + r, ys, &q, 0, n, x, xs, nt);
-        if (!m) continue;
-        for (int t = 0; t < nt; t++) {
-            const ek_block_q8_0 *xb = (const ek_block_q8_0 *)((const char *)x + (size_t)t * xs);
-            for (int64_t b = 0; b < nb; b++) {
-                int32_t s = 0;
-                for (int j = 0; j < EK_QBLOCK; j++) s += xb[b].q[j];
-                sx[b] = ek_f16_to_f32(xb[b].d) * (float)s;
-            }
-            for (int64_t i = 0; i < n; i++) {
-                float c = 0.0f;
-                for (int64_t b = 0; b < nb; b++) c += m[i * nb + b] * sx[b];
-                y[(int64_t)t * ys + r + i] += c;
-            }
-        }
-    }
 }

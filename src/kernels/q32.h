@@ -13,9 +13,10 @@
  * Each block is a Q8_0 block exactly (the same d, q as stored, minus 16 for
  * Q5_0) plus, for the "_1" types, the offset m on every value. That is how
  * they run: the dot of a block with Q8_0 activations (scale dx, values qx)
- * is dx * d * sum(q * qx) + dx * m * sum(qx), both sums exact integers, and
- * the sets without kernels of their own turn spans of rows into Q8_0 and
- * run their Q8_0 gemm, then add the offsets' term. */
+ * is dx * d * sum(q * qx) + dx * m * sum(qx), both sums exact integers. The
+ * SIMD sets run them on their Q4_0/IQ4_NL tiles (a fifth bit and an offset
+ * term more: matmul_avx2.c, matmul_neon.c, blocks32_avx512.c), and the
+ * avx512 prefill on its Q8_0 tiles, rows turned into Q8_0 span by span. */
 #ifndef EMBER_KERNELS_Q32_H
 #define EMBER_KERNELS_Q32_H
 
@@ -70,12 +71,6 @@ float ek_dot_q32_scalar(et_dtype dtype, const void *w, const ek_block_q8_0 *x, i
 void ek_gemm_q32_scalar(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
                         size_t x_stride, int n_tokens);
 
-/* The same product on a set's Q8_0 gemm: spans of rows are turned into
- * Q8_0 in a buffer on the stack and run through gemm_q8_0, then the
- * offsets' term is added. For sets without a kernel of their own. */
-void ek_gemm_q32_via_q8_0(ek_gemm_fn gemm_q8_0, float *y, int64_t y_stride, const ek_matrix *w, int64_t r0,
-                          int64_t r1, const void *x, size_t x_stride, int n_tokens);
-
 /* The avx512 set's kernels (blocks32_avx512.c, beside IQ4_NL's; only for
  * CPUs that set runs on): the gemm for decode and a few tokens (any count
  * works), and n blocks of `dtype` turned into Q8_0 blocks at dst for its
@@ -84,14 +79,6 @@ void ek_gemm_q32_via_q8_0(ek_gemm_fn gemm_q8_0, float *y, int64_t y_stride, cons
 void ek_gemm_q32_avx512(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
                         size_t x_stride, int n_tokens);
 void ek_q32_to_q8_0_avx512(et_dtype dtype, const void *src, void *dst, float *m, int64_t m_stride, int64_t n);
-
-/* A set's gemm for the three types on its Q8_0 gemm. */
-#define EK_GEMM_Q32_VIA(NAME, GEMM_Q8_0)                                                                    \
-    static void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,       \
-                     size_t xs, int nt)                                                                     \
-    {                                                                                                       \
-        ek_gemm_q32_via_q8_0(GEMM_Q8_0, y, ys, w, r0, r1, x, xs, nt);                                      \
-    }
 
 /* Designated initializers for a kernel set's gemm table. */
 #define EK_GEMM_Q32(fn) [ET_Q4_1] = fn, [ET_Q5_0] = fn, [ET_Q5_1] = fn
