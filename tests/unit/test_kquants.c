@@ -49,6 +49,22 @@ static double snr_db(const float *ref, const float *x, int64_t n)
     return e > 0 ? 10 * log10(s / e) : 999.0;
 }
 
+/* x quantized to Q8_0 (xq) and back (xf), and the double-precision dot of
+ * xf with the dequantized weights wf; *mag gets the sum of |products|, the
+ * scale of the rounding a float dot may differ by. */
+static double quantized_x_dot(const float *x, ek_block_q8_0 *xq, float *xf, const float *wf, int n, double *mag)
+{
+    ek_format_of(ET_Q8_0)->from_f32(x, xq, n);
+    ek_format_of(ET_Q8_0)->to_f32(xq, xf, n);
+    double want = 0;
+    *mag = 0;
+    for (int i = 0; i < n; i++) {
+        want += (double)wf[i] * xf[i];
+        *mag += fabs((double)wf[i] * xf[i]);
+    }
+    return want;
+}
+
 /* Round-trip SNR of Gaussian weights with a few outliers, as trained
  * matrices have. */
 static double round_trip_snr(et_dtype dt, const float *x, int64_t n)
@@ -151,13 +167,7 @@ static void dot_matches_dequantized_operands(void)
             }
             f->from_f32(a, w, N);
             f->to_f32(w, wf, N);
-            ek_format_of(ET_Q8_0)->from_f32(x, xq, N);
-            ek_format_of(ET_Q8_0)->to_f32(xq, xf, N);
-            double want = 0, mag = 0;
-            for (int i = 0; i < N; i++) {
-                want += (double)wf[i] * xf[i];
-                mag += fabs((double)wf[i] * xf[i]);
-            }
+            double mag, want = quantized_x_dot(x, xq, xf, wf, N, &mag);
             float got = KTYPES[k] == ET_IQ4_NL ? ek_dot_iq4_nl_scalar(w, xq, N)
                                                : ek_dot_kquant_scalar(KTYPES[k], w, xq, N);
             CHECK_MSG(fabs(got - want) <= 1e-6 * mag * sqrt((double)N), "%s: %g vs %g", f->name, (double)got,
@@ -221,13 +231,7 @@ static void q32_q8_0_form_and_dot(void)
                 seen_hi |= q == qhi[k];
                 if (check_failures_in_case > 5) return;
             }
-            ek_format_of(ET_Q8_0)->from_f32(x, xq, N);
-            ek_format_of(ET_Q8_0)->to_f32(xq, xf, N);
-            double want = 0, mag = 0;
-            for (int i = 0; i < N; i++) {
-                want += (double)wf[i] * xf[i];
-                mag += fabs((double)wf[i] * xf[i]);
-            }
+            double mag, want = quantized_x_dot(x, xq, xf, wf, N, &mag);
             float got = ek_dot_q32_scalar(Q32TYPES[k], w, xq, N);
             CHECK_MSG(fabs(got - want) <= 1e-6 * mag * sqrt((double)N), "%s: %g vs %g", f->name, (double)got, want);
         }
