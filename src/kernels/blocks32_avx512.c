@@ -14,7 +14,7 @@
  * (q32.c), with the fp32 additions in another order: each block's integer
  * dot is exact.
  *
- * Decode and a few tokens (ek_gemm_iq4_nl_avx512, ek_gemm_q32_avx512): four
+ * Decode and a few tokens (ek_gemm_blocks32_avx512): four
  * blocks make one zmm pair. Each block's 16 nibble bytes fill a 128-bit
  * lane (four loads); low and high nibbles are split (elements 0-15 | 16-31)
  * into unsigned bytes for vpdpbusd: IQ4_NL's looked up by vpshufb in the
@@ -36,8 +36,8 @@
  * constant of each tile, like R and T: no branch on it in the loops. The
  * blocks past the last multiple of four take the scalar kernel.
  *
- * Many tokens (prefill): ek_iq4_nl_to_q8_0_avx512 and ek_q32_to_q8_0_avx512
- * turn rows into Q8_0 exactly (IQ4_NL: q = level; Q5_0: q - 16; the "_1"
+ * Many tokens (prefill): ek_blocks32_to_q8_0_avx512 turns rows into Q8_0
+ * exactly (IQ4_NL: q = level; Q5_0: q - 16; the "_1"
  * types: q with their offsets kept aside), which matmul_avx512.c feeds to
  * its Q8_0 token-major tiles span by span.
  *
@@ -299,45 +299,31 @@ static TARGET void gemm_tiles(int kind, float *y, int64_t ys, const ek_matrix *w
     }
 }
 
-TARGET void ek_gemm_iq4_nl_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
-                                  const void *x, size_t xs, int nt)
+/* The kind of a dtype the file serves. */
+INLINE int kind_of(et_dtype dt)
 {
-    gemm_tiles(K_IQ4_NL, y, ys, w, r0, r1, x, xs, nt);
+    return dt == ET_IQ4_NL ? K_IQ4_NL : dt == ET_Q4_1 ? K_Q4_1 : dt == ET_Q5_0 ? K_Q5_0 : K_Q5_1;
 }
 
-TARGET void ek_gemm_q32_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
-                               size_t xs, int nt)
+TARGET void ek_gemm_blocks32_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,
+                                    const void *x, size_t xs, int nt)
 {
-    const int kind = w->dtype == ET_Q4_1 ? K_Q4_1 : w->dtype == ET_Q5_0 ? K_Q5_0 : K_Q5_1;
-    gemm_tiles(kind, y, ys, w, r0, r1, x, xs, nt);
+    gemm_tiles(kind_of(w->dtype), y, ys, w, r0, r1, x, xs, nt);
 }
 
-/* n blocks to Q8_0: the same d, q = the level of each nibble. */
-TARGET void ek_iq4_nl_to_q8_0_avx512(void *dst, const void *src, int64_t n)
-{
-    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ek_iq4_levels));
-    const __m256i shift = _mm256_setr_epi64x(0, 0, 4, 4), m0f = _mm256_set1_epi8(0x0f);
-    const ek_block_iq4_nl *b = src;
-    ek_block_q8_0 *o = dst;
-    for (int64_t i = 0; i < n; i++) {
-        const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b[i].qs));
-        const __m256i nib = _mm256_and_si256(_mm256_srlv_epi64(both, shift), m0f);
-        o[i].d = b[i].d;
-        _mm256_storeu_si256((__m256i *)o[i].q, _mm256_shuffle_epi8(lut, nib));
-    }
-}
-
-/* Q4_1/Q5_0/Q5_1 to Q8_0 per kind: the nibbles in element order (low
- * nibbles then high), the fifth bits (bit l of qh is element l, so qh is
- * the byte mask as it stands), Q5_0's -16. */
+/* Blocks to Q8_0 per kind: the nibbles in element order (low nibbles then
+ * high), IQ4_NL's looked up in the levels, the fifth bits (bit l of qh is
+ * element l, so qh is the byte mask as it stands), Q5_0's -16. */
 INLINE void to_q8_0(const char *src, ek_block_q8_0 *o, float *m, int64_t ms, int64_t n, const int kind)
 {
     const int bs = block_bytes(kind);
     const __m256i shift = _mm256_setr_epi64x(0, 0, 4, 4), m0f = _mm256_set1_epi8(0x0f), s16 = _mm256_set1_epi8(16);
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ek_iq4_levels));
     for (int64_t i = 0; i < n; i++) {
         const char *b = src + (size_t)i * bs;
         const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + qs_at(kind))));
         __m256i q = _mm256_and_si256(_mm256_srlv_epi64(both, shift), m0f);
+        if (kind == K_IQ4_NL) q = _mm256_shuffle_epi8(lut, q);
         if (has_qh(kind)) {
             uint32_t qh;
             memcpy(&qh, b + qh_at(kind), 4);
@@ -354,32 +340,27 @@ INLINE void to_q8_0(const char *src, ek_block_q8_0 *o, float *m, int64_t ms, int
     }
 }
 
-TARGET void ek_q32_to_q8_0_avx512(et_dtype dtype, const void *src, void *dst, float *m, int64_t m_stride, int64_t n)
+TARGET void ek_blocks32_to_q8_0_avx512(et_dtype dtype, const void *src, void *dst, float *m, int64_t m_stride,
+                                       int64_t n)
 {
-    if (dtype == ET_Q4_1)
-        to_q8_0(src, dst, m, m_stride, n, K_Q4_1);
-    else if (dtype == ET_Q5_0)
-        to_q8_0(src, dst, m, m_stride, n, K_Q5_0);
-    else
-        to_q8_0(src, dst, m, m_stride, n, K_Q5_1);
+    switch (kind_of(dtype)) {
+    case K_IQ4_NL: to_q8_0(src, dst, m, m_stride, n, K_IQ4_NL); break;
+    case K_Q4_1: to_q8_0(src, dst, m, m_stride, n, K_Q4_1); break;
+    case K_Q5_0: to_q8_0(src, dst, m, m_stride, n, K_Q5_0); break;
+    default: to_q8_0(src, dst, m, m_stride, n, K_Q5_1); break;
+    }
 }
 
 #else
-void ek_gemm_iq4_nl_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
-                           size_t xs, int nt)
+void ek_gemm_blocks32_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
+                             size_t xs, int nt)
 {
-    ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+    if (w->dtype == ET_IQ4_NL)
+        ek_gemm_kquant_scalar(y, ys, w, r0, r1, x, xs, nt);
+    else
+        ek_gemm_q32_scalar(y, ys, w, r0, r1, x, xs, nt);
 }
-void ek_gemm_q32_avx512(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1, const void *x, size_t xs,
-                        int nt)
-{
-    ek_gemm_q32_scalar(y, ys, w, r0, r1, x, xs, nt);
-}
-void ek_iq4_nl_to_q8_0_avx512(void *dst, const void *src, int64_t n)
-{
-    (void)dst, (void)src, (void)n;
-}
-void ek_q32_to_q8_0_avx512(et_dtype dtype, const void *src, void *dst, float *m, int64_t m_stride, int64_t n)
+void ek_blocks32_to_q8_0_avx512(et_dtype dtype, const void *src, void *dst, float *m, int64_t m_stride, int64_t n)
 {
     (void)dtype, (void)src, (void)dst, (void)m, (void)m_stride, (void)n;
 }

@@ -129,15 +129,16 @@ void ek_gemm_kquant_scalar(float *y, int64_t y_stride, const struct ek_matrix *w
 void ek_gemm_kquant_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
                            const void *x, size_t x_stride, int n_tokens);
 
-/* IQ4_NL on AVX-512 VNNI (blocks32_avx512.c, one kernel with Q4_1, Q5_0
- * and Q5_1, whose entry points are in q32.h), any number of tokens (the
- * set takes it for decode and a few): only for CPUs the avx512 set runs
- * on. */
-void ek_gemm_iq4_nl_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
-                           const void *x, size_t x_stride, int n_tokens);
-/* n IQ4_NL blocks to Q8_0 blocks, exactly (the same d, q = the level): how
- * the avx512 set's prefill runs IQ4_NL on its Q8_0 tiles. */
-void ek_iq4_nl_to_q8_0_avx512(void *dst, const void *src, int64_t n);
+/* The 32-value block formats IQ4_NL, Q4_1, Q5_0 and Q5_1 (q32.h) on
+ * AVX-512 VNNI (blocks32_avx512.c), only for CPUs the avx512 set runs on:
+ * the gemm, any number of tokens (the set takes it for decode and a few),
+ * and, for its prefill on the Q8_0 tiles, n blocks of `dtype` turned into
+ * Q8_0 blocks exactly (the same d; q = the IQ4 level, the 4/5-bit value, or
+ * Q5_0's value - 16) with the "_1" types' offsets m as fp32 at
+ * m[b * m_stride] (unless m is NULL; nothing for the others). */
+void ek_gemm_blocks32_avx512(float *y, int64_t y_stride, const struct ek_matrix *w, int64_t r0, int64_t r1,
+                             const void *x, size_t x_stride, int n_tokens);
+void ek_blocks32_to_q8_0_avx512(et_dtype dtype, const void *src, void *dst, float *m, int64_t m_stride, int64_t n);
 
 /* The AVX-512 decode engine for the types scaled per sub-block of 32
  * (kquants_sb32_avx512.c: Q4_K, Q5_K, IQ4_XS; any other type takes the

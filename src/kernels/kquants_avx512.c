@@ -190,7 +190,7 @@ TARGET void ek_gemm_kquant_avx512(float *y, int64_t ys, const ek_matrix *w, int6
                                   size_t xs, int nt)
 {
     if (w->dtype == ET_IQ4_NL) { /* 32-value blocks: their own kernel */
-        ek_gemm_iq4_nl_avx512(y, ys, w, r0, r1, x, xs, nt);
+        ek_gemm_blocks32_avx512(y, ys, w, r0, r1, x, xs, nt);
         return;
     }
     kq_acts a;

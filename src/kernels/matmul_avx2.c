@@ -167,16 +167,6 @@ INLINE __m256i fifth_bits(const uint8_t *qh)
     return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
 }
 
-/* The weight formats of qtile (Q4_1, Q5_0, Q5_1: q32.h). */
-enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL, QK_Q4_1, QK_Q5_0, QK_Q5_1 };
-
-/* Bytes of a block, and where its nibbles and fifth bits start. */
-INLINE size_t qk_bytes(const int kind)
-{
-    static const size_t bytes[] = {sizeof(ek_block_q8_0), sizeof(ek_block_q4_0), sizeof(ek_block_q4_0),
-                                   sizeof(ek_block_q4_1), sizeof(ek_block_q5_0), sizeof(ek_block_q5_1)};
-    return bytes[kind];
-}
 
 /* R rows x T tokens, one block at a time. Per block the activation side
  * (bytes, scale, and for Q4_0 and Q5_0 the 8 * x or 16 * x pairs) is loaded

@@ -957,9 +957,8 @@ static TARGET void gemm_blocks32(float *y, int64_t ys, const ek_matrix *w, int64
                                  const void *x, size_t xs, int nt)
 {
     const et_dtype dt = w->dtype;
-    const ek_gemm_fn few = dt == ET_IQ4_NL ? ek_gemm_iq4_nl_avx512 : ek_gemm_q32_avx512;
     if (nt <= PAIR_MAX_TOKENS || r1 <= r0) {
-        few(y, ys, w, r0, r1, x, xs, nt);
+        ek_gemm_blocks32_avx512(y, ys, w, r0, r1, x, xs, nt);
         return;
     }
     const int64_t nb = w->cols / EK_QBLOCK;
@@ -974,7 +973,7 @@ static TARGET void gemm_blocks32(float *y, int64_t ys, const ek_matrix *w, int64
     const size_t m_bytes = offsets ? ((size_t)nb * (size_t)ms + (size_t)nt * (size_t)nb) * sizeof(float) : 0;
     uint8_t *buf = aligned_alloc(64, (prep + q8_bytes + m_bytes + 63) / 64 * 64);
     if (!buf) {
-        few(y, ys, w, r0, r1, x, xs, nt);
+        ek_gemm_blocks32_avx512(y, ys, w, r0, r1, x, xs, nt);
         return;
     }
     prepare_q(buf, x, xs, nt, w->cols, 0, 1);
@@ -984,12 +983,11 @@ static TARGET void gemm_blocks32(float *y, int64_t ys, const ek_matrix *w, int64
     for (int64_t r = r0; r < r1; r += span) {
         const int64_t n = r1 - r < span ? r1 - r : span;
         const char *src = (const char *)w->data + (size_t)r * rb;
-        if (dt == ET_IQ4_NL)
-            ek_iq4_nl_to_q8_0_avx512(q8, src, n * nb);
-        else
+        if (!offsets) /* rows follow each other in both layouts: one run of blocks */
+            ek_blocks32_to_q8_0_avx512(dt, src, q8, NULL, 0, n * nb);
+        else /* row by row, each row's offsets a column of m */
             for (int64_t i = 0; i < n; i++)
-                ek_q32_to_q8_0_avx512(dt, src + (size_t)i * rb, q8 + (size_t)i * q8rb, offsets ? m + i : NULL, ms,
-                                      nb);
+                ek_blocks32_to_q8_0_avx512(dt, src + (size_t)i * rb, q8 + (size_t)i * q8rb, m + i, ms, nb);
         const ek_matrix q = {ET_Q8_0, q8, n, w->cols, EK_LAYOUT_ROWS};
         gemm_q_packed(y + r, ys, &q, 0, n, NULL, 0, nt, 0, &pk_sixteens, buf);
         if (offsets) add_offsets(y + r, ys, m, ms, sx, nb, nt, n);

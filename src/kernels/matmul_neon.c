@@ -107,15 +107,6 @@ EK_FLOAT_GEMM(gemm_bf16, tile_bf16, )
 
 /* ---- Q8_0 / Q4_0 ----------------------------------------------------------- */
 
-/* The weight formats of the tiles (Q4_1, Q5_0, Q5_1: q32.h). */
-enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL, QK_Q4_1, QK_Q5_0, QK_Q5_1 };
-
-INLINE size_t qk_bytes(const int kind)
-{
-    static const size_t bytes[] = {sizeof(ek_block_q8_0), sizeof(ek_block_q4_0), sizeof(ek_block_q4_0),
-                                   sizeof(ek_block_q4_1), sizeof(ek_block_q5_0), sizeof(ek_block_q5_1)};
-    return bytes[kind];
-}
 
 /* 0x10 in lane k where bit k of the two bytes h0, h1 (a Q5 block's qh, as
  * elements 0..15 or 16..31) is set. */

@@ -71,15 +71,6 @@ float ek_dot_q32_scalar(et_dtype dtype, const void *w, const ek_block_q8_0 *x, i
 void ek_gemm_q32_scalar(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
                         size_t x_stride, int n_tokens);
 
-/* The avx512 set's kernels (blocks32_avx512.c, beside IQ4_NL's; only for
- * CPUs that set runs on): the gemm for decode and a few tokens (any count
- * works), and n blocks of `dtype` turned into Q8_0 blocks at dst for its
- * prefill, as ek_q32_to_q8_0 does but with block b's offset written to
- * m[b * m_stride] (nothing for Q5_0, or when m is NULL). */
-void ek_gemm_q32_avx512(float *y, int64_t y_stride, const ek_matrix *w, int64_t r0, int64_t r1, const void *x,
-                        size_t x_stride, int n_tokens);
-void ek_q32_to_q8_0_avx512(et_dtype dtype, const void *src, void *dst, float *m, int64_t m_stride, int64_t n);
-
 /* Designated initializers for a kernel set's gemm table. */
 #define EK_GEMM_Q32(fn) [ET_Q4_1] = fn, [ET_Q5_0] = fn, [ET_Q5_1] = fn
 

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "kernels/formats.h"
+#include "kernels/kquants.h"
 #include "kernels/matmul.h"
+#include "kernels/q32.h"
 
 /* A 16-bit load from a possibly unaligned address (f16 block scales). */
 static inline uint16_t ld16(const void *p)
@@ -57,11 +59,23 @@ static inline uint32_t ld32(const void *p)
         }                                                                                    \
     }
 
-/* The quantized-format gemm driver (Q8_0/Q4_0 weights, Q8_0 activations):
- * decode (one token) runs 4 rows per tile so four weight streams are in
- * flight; more tokens run 2 rows x up to 4 tokens, each weight block reused
- * by every token of the tile. TILE(y, ys, wd, rb, r, xd, xs, t, nb, R, T, Q4)
- * computes an R x T block over nb blocks; Q4 selects Q4_0 weights. */
+/* The 32-value weight formats of the avx2 and neon quantized tiles (the
+ * kind EK_QUANT_GEMM passes on; Q4_1, Q5_0, Q5_1: q32.h), and the bytes of
+ * one block of each. */
+enum { QK_Q8_0, QK_Q4_0, QK_IQ4_NL, QK_Q4_1, QK_Q5_0, QK_Q5_1 };
+static inline size_t qk_bytes(int kind)
+{
+    static const size_t bytes[] = {sizeof(ek_block_q8_0), sizeof(ek_block_q4_0), sizeof(ek_block_iq4_nl),
+                                   sizeof(ek_block_q4_1), sizeof(ek_block_q5_0), sizeof(ek_block_q5_1)};
+    return bytes[kind];
+}
+
+/* The quantized-format gemm driver (32-value block weights, Q8_0
+ * activations): decode (one token) runs 4 rows per tile so four weight
+ * streams are in flight; more tokens run 2 rows x up to 4 tokens, each
+ * weight block reused by every token of the tile. TILE(y, ys, wd, rb, r,
+ * xd, xs, t, nb, R, T, Q4) computes an R x T block over nb blocks; Q4 is
+ * the weights' kind (QK_ above). */
 #define EK_QUANT_GEMM(NAME, ATTR, TILE, Q4)                                                  \
     static ATTR void NAME(float *y, int64_t ys, const ek_matrix *w, int64_t r0, int64_t r1,  \
                           const void *x, size_t xs, int nt)                                  \
