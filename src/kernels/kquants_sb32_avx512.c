@@ -33,7 +33,16 @@
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) TARGET
 
-enum { KT = 4 }; /* tokens per pass over a row */
+/* Tokens per pass over a row: up to 8 (the decode engines' whole range,
+ * PAIR_MAX_TOKENS) in one pass, so 5-8 tokens unpack each super-block once
+ * instead of twice; ek_kq_walk still splits passes where the activations
+ * outgrow L1 (6144 columns). Above SPLIT_MAX_T tokens a token's two chains
+ * share one accumulator: 8 tokens x 2 fp32 sums and the weights left too
+ * few registers. kernel_ab against passes of 4 (2 threads, DRAM, Zen 4):
+ * Q4_K 6144x2048 5 tokens 1.19x, 6: 1.17x, 7: 1.10x, 8: 1.07x (two sums
+ * at 8 tokens: 1.02x); 2048x2048 5 and 8 tokens Q4_K 1.16x, 1.06x, Q5_K
+ * 1.25x, 1.04x, IQ4_XS 1.18x, 1.06x; 1-4 tokens and 2048x6144 unchanged. */
+enum { KT = 8, SPLIT_MAX_T = 4 };
 
 /* ---- the weight order -------------------------------------------------------
  * A super-block's weights become four vectors w[0..3] of 64 unsigned bytes;
@@ -209,7 +218,8 @@ INLINE void unpack32(const et_dtype dt, const char *row, int64_t b, kq32_unpacke
 
 /* Tokens t0..t0+T-1 of a row, each token's lanes left unsummed in tot[t].
  * Per token two accumulators (one per pair of vectors) so that consecutive
- * super-blocks' fmas do not wait on each other, and the corrections in
+ * super-blocks' fmas do not wait on each other (one above SPLIT_MAX_T
+ * tokens, whose number hides that latency), and the corrections in
  * eight lanes, subtracted from the low eight at the end. `ahead`, if not
  * NULL, is the row to fetch meanwhile (ek_kq_prefetch_ahead). */
 INLINE void row_totals(__m512 *tot, const et_dtype dt, const char *row, const kq32_acts *a, int t0, const int T,
@@ -219,9 +229,10 @@ INLINE void row_totals(__m512 *tot, const et_dtype dt, const char *row, const kq
                                                                                   : sizeof(ek_block_iq4_xs);
     const __m512i sb0 = dt == ET_IQ4_XS ? LANES(IQ4_SB0) : LANES(Q45_SB0);
     const __m512i sb1 = dt == ET_IQ4_XS ? LANES(IQ4_SB1) : LANES(Q45_SB1);
+    const int second = T <= SPLIT_MAX_T; /* the second pair's accumulator */
     __m512 acc[KT][2];
     __m256 cor[KT];
-    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
         acc[t][0] = acc[t][1] = _mm512_setzero_ps();
         cor[t] = _mm256_setzero_ps();
     }
@@ -230,7 +241,7 @@ INLINE void row_totals(__m512 *tot, const et_dtype dt, const char *row, const kq
         kq32_unpacked u;
         if (ahead) ek_kq_prefetch_ahead(ahead, sb_bytes, b);
         unpack32(dt, row, b, &u);
-        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
             const size_t o = (size_t)(t0 + t) * (size_t)blocks + 8 * (size_t)b;
             const int8_t *xq = a->q + (size_t)(t0 + t) * (size_t)a->n + (size_t)b * EK_QK_K;
             __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(u.dsc8, _mm256_loadu_ps(a->d32 + o)));
@@ -241,10 +252,10 @@ INLINE void row_totals(__m512 *tot, const et_dtype dt, const char *row, const kq
             d0 = _mm512_dpbusd_epi32(d0, u.w[1], _mm512_load_si512((const void *)(xq + 64)));
             d1 = _mm512_dpbusd_epi32(d1, u.w[3], _mm512_load_si512((const void *)(xq + 192)));
             acc[t][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(sb0, s), acc[t][0]);
-            acc[t][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(sb1, s), acc[t][1]);
+            acc[t][second] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(sb1, s), acc[t][second]);
         }
     }
-    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)
         tot[t] = _mm512_sub_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_zextps256_ps512(cor[t]));
 }
 
@@ -291,8 +302,12 @@ typedef struct sb32_engine {
     ROW_FN(P##_2, DT, 2)                                                                                   \
     ROW_FN(P##_3, DT, 3)                                                                                   \
     ROW_FN(P##_4, DT, 4)                                                                                   \
+    ROW_FN(P##_5, DT, 5)                                                                                   \
+    ROW_FN(P##_6, DT, 6)                                                                                   \
+    ROW_FN(P##_7, DT, 7)                                                                                   \
+    ROW_FN(P##_8, DT, 8)                                                                                   \
     TOTAL_FN(P##_total, DT)                                                                                \
-    static const sb32_engine P = {{NULL, P##_1, P##_2, P##_3, P##_4}, P##_total};
+    static const sb32_engine P = {{NULL, P##_1, P##_2, P##_3, P##_4, P##_5, P##_6, P##_7, P##_8}, P##_total};
 ENGINE_OF(engine_q4_k, ET_Q4_K)
 ENGINE_OF(engine_q5_k, ET_Q5_K)
 ENGINE_OF(engine_iq4_xs, ET_IQ4_XS)
