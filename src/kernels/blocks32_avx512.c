@@ -56,14 +56,21 @@
 #define INLINE static inline __attribute__((always_inline)) TARGET
 
 /* Tokens per pass over a row; rows per tile for one token and for more
- * (measured with kernel_ab, 6144x2048, 2 threads, DRAM, IQ4_NL). */
-enum { IQ_KT = 4 };
+ * (measured with kernel_ab, 6144x2048, 2 threads, DRAM, IQ4_NL). Passes of
+ * up to 8 tokens, so that 5-8 tokens unpack each weight group once, where
+ * all their packed activations fit IQ_PACK_GROUPS; where rows go in column
+ * chunks, passes of 4 (8 tokens of 6144 columns in passes of 8 ran
+ * 0.91-0.95x). kernel_ab against passes of 4, 2 threads, DRAM: 5 tokens
+ * 1.06-1.35x (IQ4_NL, Q4_1, Q5_0, Q5_1 at 6144x2048, 2048x6144,
+ * 2048x2048), 8 tokens 1.0-1.12x. */
+enum { IQ_KT = 8, IQ_KT_CHUNKED = 4 };
 #ifndef IQ_ROWS_1
 #define IQ_ROWS_1 4
 #endif
 #ifndef IQ_ROWS_N
 #define IQ_ROWS_N 2
 #endif
+
 /* Tiles ahead whose rows are prefetched (0: none). A tile's R rows are R
  * streams, which the hardware prefetcher alone leaves behind: measured
  * below at one token. */
@@ -202,7 +209,7 @@ INLINE void iq_tile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, c
     const __m512i lut = kind == K_IQ4_NL ? levels_u8() : _mm512_setzero_si512();
     __m512 acc[4][IQ_KT];
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
-        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps();
     /* rows r.. r + R are one run of bytes: its successor two tiles on is
      * prefetched at the same pace, R groups' bytes per group */
     const char *pf = w + (size_t)(r + IQ_PF_TILES * R) * rb + (size_t)(4 * g0) * (size_t)bs * R;
@@ -216,7 +223,7 @@ INLINE void iq_tile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, c
             __m512i lo, hi;
             __m512 dw, mw;
             w_group(b, lut, &lo, &hi, &dw, &mw, kind);
-            _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
                 const __m512i c = has_m(kind) ? _mm512_setzero_si512() : xg[t].corr;
                 const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo, xg[t].lo), hi, xg[t].hi);
                 acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, xg[t].dx), acc[i][t]);
@@ -227,7 +234,7 @@ INLINE void iq_tile(float *y, int64_t ys, const char *w, size_t rb, int64_t r, c
     const int64_t bt = 4 * (g0 + ng);
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
         const char *row = w + (size_t)(r + i) * rb;
-        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
             float *out = &y[(int64_t)(t0 + t) * ys + r + i];
             float s = _mm512_reduce_add_ps(acc[i][t]);
             if (!first) s += *out;
@@ -254,6 +261,8 @@ typedef void (*iq_pack_fn)(iq_xgroup *, const char *, size_t, int, int, int64_t,
     IQ_TILE(K, 1, 2) IQ_TILE(K, 2, 2) IQ_TILE(K, 4, 2)                                                           \
     IQ_TILE(K, 1, 3) IQ_TILE(K, 2, 3) IQ_TILE(K, 4, 3)                                                           \
     IQ_TILE(K, 1, 4) IQ_TILE(K, 2, 4) IQ_TILE(K, 4, 4)                                                           \
+    IQ_TILE(K, 1, 5) IQ_TILE(K, 2, 5) IQ_TILE(K, 1, 6) IQ_TILE(K, 2, 6)                                          \
+    IQ_TILE(K, 1, 7) IQ_TILE(K, 2, 7) IQ_TILE(K, 1, 8) IQ_TILE(K, 2, 8)                                          \
     static TARGET void iq_pack_##K(iq_xgroup *xp, const char *x, size_t xs, int t0, int T, int64_t g0,           \
                                    int64_t ng)                                                                   \
     {                                                                                                            \
@@ -270,6 +279,8 @@ IQ_KIND(K_Q5_1)
             {iq_tile_##K##_1_2, iq_tile_##K##_2_2, iq_tile_##K##_4_2},                                           \
             {iq_tile_##K##_1_3, iq_tile_##K##_2_3, iq_tile_##K##_4_3},                                           \
             {iq_tile_##K##_1_4, iq_tile_##K##_2_4, iq_tile_##K##_4_4},                                           \
+            {iq_tile_##K##_1_5, iq_tile_##K##_2_5, NULL}, {iq_tile_##K##_1_6, iq_tile_##K##_2_6, NULL},          \
+            {iq_tile_##K##_1_7, iq_tile_##K##_2_7, NULL}, {iq_tile_##K##_1_8, iq_tile_##K##_2_8, NULL},          \
     }
 static const iq_tile_fn iq_tiles[K_COUNT][IQ_KT][3] = {IQ_TILES(K_IQ4_NL), IQ_TILES(K_Q4_1), IQ_TILES(K_Q5_0),
                                                        IQ_TILES(K_Q5_1)};
@@ -282,8 +293,9 @@ static TARGET void gemm_tiles(int kind, float *y, int64_t ys, const ek_matrix *w
     const int64_t nb = w->cols / EK_QBLOCK, ng = nb / 4;
     const size_t rb = ek_row_bytes(w->dtype, w->cols);
     const char *wd = w->data, *xd = x;
-    for (int t0 = 0; t0 < nt; t0 += IQ_KT) {
-        const int T = nt - t0 < IQ_KT ? nt - t0 : IQ_KT;
+    const int kt = ng * (nt < IQ_KT ? nt : IQ_KT) <= IQ_PACK_GROUPS ? IQ_KT : IQ_KT_CHUNKED;
+    for (int t0 = 0; t0 < nt; t0 += kt) {
+        const int T = nt - t0 < kt ? nt - t0 : kt;
         const int R = T == 1 ? IQ_ROWS_1 : IQ_ROWS_N;
         const iq_tile_fn full = iq_tiles[kind][T - 1][R == 4 ? 2 : R - 1], one = iq_tiles[kind][T - 1][0];
         const int64_t chunk = IQ_PACK_GROUPS / T;
