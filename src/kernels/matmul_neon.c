@@ -213,18 +213,17 @@ INLINE int32x4_t bdot_mull(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x
 QTILE(qtile_sdot, DOTPROD, bdot_sdot)
 QTILE(qtile_mull, , bdot_mull)
 
-EK_QUANT_GEMM(gemm_q8_0_sdot, DOTPROD, qtile_sdot, QK_Q8_0)
-EK_QUANT_GEMM(gemm_q4_0_sdot, DOTPROD, qtile_sdot, QK_Q4_0)
-EK_QUANT_GEMM(gemm_iq4_nl_sdot, DOTPROD, qtile_sdot, QK_IQ4_NL)
-EK_QUANT_GEMM(gemm_q8_0_mull, , qtile_mull, QK_Q8_0)
-EK_QUANT_GEMM(gemm_q4_0_mull, , qtile_mull, QK_Q4_0)
-EK_QUANT_GEMM(gemm_iq4_nl_mull, , qtile_mull, QK_IQ4_NL)
-EK_QUANT_GEMM(gemm_q4_1_sdot, DOTPROD, qtile_sdot, QK_Q4_1)
-EK_QUANT_GEMM(gemm_q5_0_sdot, DOTPROD, qtile_sdot, QK_Q5_0)
-EK_QUANT_GEMM(gemm_q5_1_sdot, DOTPROD, qtile_sdot, QK_Q5_1)
-EK_QUANT_GEMM(gemm_q4_1_mull, , qtile_mull, QK_Q4_1)
-EK_QUANT_GEMM(gemm_q5_0_mull, , qtile_mull, QK_Q5_0)
-EK_QUANT_GEMM(gemm_q5_1_mull, , qtile_mull, QK_Q5_1)
+/* Each format's gemm on both tiles: gemm_<f>_sdot (dot-product CPUs) and
+ * gemm_<f>_mull (plain Armv8). */
+#define GEMM_BOTH_TILES(F, KIND)                                                               \
+    EK_QUANT_GEMM(gemm_##F##_sdot, DOTPROD, qtile_sdot, KIND)                                  \
+    EK_QUANT_GEMM(gemm_##F##_mull, , qtile_mull, KIND)
+GEMM_BOTH_TILES(q8_0, QK_Q8_0)
+GEMM_BOTH_TILES(q4_0, QK_Q4_0)
+GEMM_BOTH_TILES(iq4_nl, QK_IQ4_NL)
+GEMM_BOTH_TILES(q4_1, QK_Q4_1)
+GEMM_BOTH_TILES(q5_0, QK_Q5_0)
+GEMM_BOTH_TILES(q5_1, QK_Q5_1)
 
 /* ---- activation quantization -------------------------------------------- */
 
